@@ -1,0 +1,305 @@
+//! `schedlab`: run a workload on simulated schedulers, side by side.
+
+mod render;
+mod scenarios;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::{Args, Parser, Subcommand};
+use rayon::prelude::*;
+use schedlab_policies::POLICIES;
+use schedlab_sim::time::parse_duration;
+use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "schedlab",
+    version,
+    about = "A laboratory for CPU schedulers: one workload, every scheduler, side by side"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workload on one simulated scheduler and show its report.
+    Run {
+        #[command(flatten)]
+        common: Common,
+        /// Scheduler to simulate (see `schedlab list`).
+        #[arg(long, default_value = "eevdf")]
+        sched: String,
+        /// Print the per-task table as well.
+        #[arg(long)]
+        tasks: bool,
+    },
+    /// Run a workload on several schedulers and compare them in one table.
+    Compare {
+        #[command(flatten)]
+        common: Common,
+        /// Comma-separated schedulers (default: all).
+        #[arg(long, value_delimiter = ',')]
+        sched: Vec<String>,
+    },
+    /// List schedulers with their tunables, and the built-in scenarios.
+    List,
+    /// Measure simulation speed: events per second on standard workloads.
+    Bench {
+        /// Shorter runs, for a quick look.
+        #[arg(long)]
+        quick: bool,
+    },
+}
+
+#[derive(Args)]
+struct Common {
+    /// Workload TOML file, or the name of a built-in scenario.
+    workload: String,
+    /// Seed for the workload's random durations.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Simulated duration, e.g. 5s or 500ms.
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<u64>,
+    /// Number of CPUs (a flat topology), replacing the workload's machine.
+    #[arg(long)]
+    cpus: Option<u32>,
+    /// Set a scheduler tunable by its kernel name, e.g. base_slice_ns=3000000.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_kv)]
+    set: Vec<(String, i64)>,
+    /// Set a workload parameter from its [params], e.g. threads=64.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_kv)]
+    param: Vec<(String, i64)>,
+    /// Print the report as JSON (schema in docs/report-schema.md).
+    #[arg(long)]
+    json: bool,
+    /// Print log2 histograms of wakeup latency and run time per switch.
+    #[arg(long)]
+    hist: bool,
+}
+
+fn parse_kv(s: &str) -> Result<(String, i64), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=VALUE, e.g. base_slice_ns=3000000"))?;
+    let v = v.trim();
+    let value = match v {
+        "true" | "on" => 1,
+        "false" | "off" => 0,
+        _ => match parse_duration(v) {
+            Ok(ns) if v.ends_with('s') => ns as i64,
+            _ => v
+                .parse::<i64>()
+                .map_err(|_| format!("value '{v}' of {k} is not an integer"))?,
+        },
+    };
+    Ok((k.trim().to_string(), value))
+}
+
+fn load_workload(c: &Common) -> Result<Workload> {
+    let ov = Overrides {
+        cpus: c.cpus,
+        duration: c.duration,
+        seed: c.seed,
+        params: c.param.iter().cloned().collect::<BTreeMap<_, _>>(),
+        tunables: c.set.iter().cloned().collect::<BTreeMap<_, _>>(),
+    };
+    let path = std::path::Path::new(&c.workload);
+    let (text, origin) = if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read workload file {}", c.workload))?;
+        (text, c.workload.clone())
+    } else if let Some(text) = scenarios::builtin(&c.workload) {
+        (text.to_string(), format!("scenarios/{}.toml", c.workload))
+    } else {
+        bail!(
+            "no file and no built-in scenario named '{}': give a path to a workload TOML or one of: {}",
+            c.workload,
+            scenarios::SCENARIOS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let w = Workload::from_toml(&text, &origin, &ov)?;
+    for name in ov.params.keys() {
+        if !text.contains(name.as_str()) {
+            bail!(
+                "--param {name}: the workload has no parameter named '{name}' (see its [params])"
+            );
+        }
+    }
+    Ok(w)
+}
+
+fn simulate(w: &Workload, sched: &str) -> Result<Report> {
+    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
+    let engine = Engine::new(w, policy, EngineOptions::default());
+    engine.run().map_err(|e| anyhow!("{sched}: {e}"))
+}
+
+fn main() {
+    let cli = Cli::parse();
+    if let Err(e) = run(cli) {
+        eprintln!("schedlab: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            common,
+            sched,
+            tasks,
+        } => {
+            let w = load_workload(&common)?;
+            let report = simulate(&w, &sched)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", render::run_summary(&report, common.hist));
+                if tasks {
+                    println!();
+                    for t in &report.tasks {
+                        println!(
+                            "{:<24} {:>7.2}% cpu {:>10} vol {:>7} invol {:>7} migr {:>5}",
+                            t.name,
+                            t.cpu_share_pct,
+                            schedlab_sim::time::format_duration(t.cpu_time_ns),
+                            t.voluntary_switches,
+                            t.involuntary_switches,
+                            t.migrations
+                        );
+                    }
+                }
+            }
+        }
+        Command::Compare { common, sched } => {
+            let w = load_workload(&common)?;
+            let names: Vec<String> = if sched.is_empty() {
+                POLICIES.iter().map(|p| p.name.to_string()).collect()
+            } else {
+                sched
+            };
+            for n in &names {
+                if !POLICIES.iter().any(|p| p.name == n) {
+                    // Build once for the error message naming the choices.
+                    schedlab_policies::build(n, &w).map_err(|e| anyhow!(e))?;
+                }
+            }
+            let reports: Vec<Report> = names
+                .par_iter()
+                .map(|n| simulate(&w, n))
+                .collect::<Result<_>>()?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&reports)?);
+            } else {
+                println!(
+                    "{}: {} CPUs, HZ={}, {} simulated, seed {}\n",
+                    w.name,
+                    w.nr_cpus(),
+                    w.machine.hz,
+                    schedlab_sim::time::format_duration(w.duration),
+                    w.seed
+                );
+                print!("{}", render::comparison_table(&reports));
+                if common.hist {
+                    for r in &reports {
+                        println!("\n{}:", r.scheduler);
+                        print!(
+                            "{}",
+                            render::log2_hist("wakeup_latency_ns", &r.wakeup_latency)
+                        );
+                        print!(
+                            "{}",
+                            render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch)
+                        );
+                    }
+                }
+            }
+        }
+        Command::List => list(),
+        Command::Bench { quick } => bench(quick)?,
+    }
+    Ok(())
+}
+
+fn list() {
+    println!("Schedulers (tunables shown as set for an 8-CPU machine):\n");
+    let sample = Workload::from_toml(
+        "[machine]\ncpus = 8\n[[task]]\nname = \"t\"\nprogram = [ { run = \"1ms\" } ]\n",
+        "list",
+        &Overrides::default(),
+    )
+    .expect("the built-in sample workload is valid");
+    for p in POLICIES {
+        println!("{:<8} {}\n         follows {}", p.name, p.summary, p.source);
+        if let Ok(policy) = schedlab_policies::build(p.name, &sample) {
+            for t in policy.tunables() {
+                println!("           {:<30} {:>12}  {}", t.name, t.value, t.help);
+            }
+        }
+        println!();
+    }
+    println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
+    for (name, text) in scenarios::SCENARIOS {
+        println!("  {name:<22} {}", scenarios::summary(text));
+    }
+}
+
+fn bench(quick: bool) -> Result<()> {
+    let scale = if quick { 5 } else { 1 };
+    let cases: Vec<(&str, Common)> = vec![
+        (
+            "thread-test N=4096, 1 CPU busy",
+            common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale),
+        ),
+        (
+            "jitter-under-load, 8 CPUs",
+            common("jitter-under-load", &[], 2_000_000_000 / scale),
+        ),
+        (
+            "mixed-64: 64 CPUs, 2,000 tasks",
+            common("mixed-64", &[], 1_000_000_000 / scale),
+        ),
+    ];
+    println!(
+        "{:<34} {:<7} {:>12} {:>14} {:>16}",
+        "workload", "sched", "events", "events/s", "sim s / wall s"
+    );
+    for (label, c) in cases {
+        let w = load_workload(&c)?;
+        for p in POLICIES {
+            let start = Instant::now();
+            let r = simulate(&w, p.name)?;
+            let wall = start.elapsed().as_secs_f64();
+            println!(
+                "{:<34} {:<7} {:>12} {:>14.0} {:>16.2}",
+                label,
+                p.name,
+                r.totals.events,
+                r.totals.events as f64 / wall,
+                r.duration_ns as f64 / 1e9 / wall
+            );
+        }
+    }
+    Ok(())
+}
+
+fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> Common {
+    Common {
+        workload: workload.to_string(),
+        seed: None,
+        duration: Some(duration),
+        cpus: None,
+        set: Vec::new(),
+        param: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        json: false,
+        hist: false,
+    }
+}

@@ -1,0 +1,231 @@
+//! Terminal output: the comparison table, a run's summary, and histograms
+//! in bpftrace's hist() layout.
+
+use schedlab_sim::Report;
+use schedlab_sim::report::HistSummary;
+use schedlab_sim::time::format_duration;
+use std::fmt::Write;
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1e3)
+}
+
+/// One row per report: the numbers people quote for schedulers.
+pub fn comparison_table(reports: &[Report]) -> String {
+    let headers = [
+        "scheduler",
+        "ctxsw/s",
+        "invol/s",
+        "migr/s",
+        "share min/avg/max %",
+        "jain",
+        "wake avg us",
+        "wake p99 us",
+        "wake max us",
+        "run/switch p50",
+        "runs/s",
+        "makespan",
+    ];
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for r in reports {
+        let secs = r.duration_ns.max(1) as f64 / 1e9;
+        let t = &r.totals;
+        let shares: Vec<f64> = r.tasks.iter().map(|t| t.cpu_share_pct).collect();
+        let (min, max) = shares
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(a, b), &s| (a.min(s), b.max(s)));
+        let avg = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
+        let w = &r.wakeup_latency;
+        let wake = |v: u64| if w.count == 0 { "-".to_string() } else { us(v) };
+        rows.push(vec![
+            r.scheduler.clone(),
+            format!("{:.0}", t.context_switches_per_sec),
+            format!("{:.0}", t.involuntary_switches as f64 / secs),
+            format!("{:.1}", t.migrations as f64 / secs),
+            if shares.is_empty() {
+                "-".into()
+            } else {
+                format!("{min:.1}/{avg:.1}/{max:.1}")
+            },
+            format!("{:.3}", t.jain_fairness),
+            wake(w.mean),
+            wake(w.p99),
+            wake(w.max),
+            if r.runtime_per_switch.count == 0 {
+                "-".into()
+            } else {
+                format_duration(r.runtime_per_switch.p50)
+            },
+            format!("{:.0}", t.throughput_runs_per_sec),
+            t.makespan_ns.map_or("-".into(), format_duration),
+        ]);
+    }
+    table(&headers, &rows)
+}
+
+fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i == 0 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+    };
+    line(headers.to_vec(), &mut out);
+    let _ = writeln!(
+        out,
+        "{}",
+        widths
+            .iter()
+            .map(|w| "-".repeat(*w))
+            .collect::<Vec<_>>()
+            .join("  ")
+    );
+    for row in rows {
+        line(row.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
+
+fn si(v: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "T"),
+        (1 << 30, "G"),
+        (1 << 20, "M"),
+        (1 << 10, "K"),
+    ];
+    for (scale, unit) in UNITS {
+        if v >= scale && v.is_multiple_of(scale) {
+            return format!("{}{unit}", v / scale);
+        }
+    }
+    v.to_string()
+}
+
+/// A histogram as bpftrace prints `hist()`: `[lo, hi)  count |@@@@|`.
+pub fn log2_hist(name: &str, h: &HistSummary) -> String {
+    let mut out = format!("@{name}:\n");
+    if h.buckets.is_empty() {
+        out.push_str("(no samples)\n");
+        return out;
+    }
+    let max = h.buckets.iter().map(|b| b.count).max().unwrap_or(1).max(1);
+    let first = h.buckets.first().map_or(0, |b| b.lo);
+    let last = h.buckets.last().map_or(0, |b| b.lo);
+    let mut lo = first;
+    loop {
+        let count = h.buckets.iter().find(|b| b.lo == lo).map_or(0, |b| b.count);
+        let label = if lo == 0 {
+            "[0]".to_string()
+        } else if lo == 1 {
+            "[1]".to_string()
+        } else {
+            format!("[{}, {})", si(lo), si(lo * 2))
+        };
+        let bar = "@".repeat((count * 52).div_ceil(max) as usize);
+        let _ = writeln!(out, "{label:<20}{count:>8} |{bar:<52}|");
+        if lo >= last {
+            break;
+        }
+        lo = if lo == 0 { 1 } else { lo * 2 };
+    }
+    out
+}
+
+/// `schedlab run`'s human-readable report.
+pub fn run_summary(r: &Report, show_hist: bool) -> String {
+    let mut out = String::new();
+    let t = &r.totals;
+    let secs = r.duration_ns.max(1) as f64 / 1e9;
+    let _ = writeln!(
+        out,
+        "{} on {}: {} CPUs, HZ={}, {} simulated, seed {}",
+        r.scheduler,
+        r.workload,
+        r.cpus,
+        r.hz,
+        format_duration(r.duration_ns),
+        r.seed
+    );
+    let _ = writeln!(
+        out,
+        "context switches {} ({:.0}/s: {} voluntary, {} involuntary), migrations {} ({:.1}/s)",
+        t.context_switches,
+        t.context_switches_per_sec,
+        t.voluntary_switches,
+        t.involuntary_switches,
+        t.migrations,
+        t.migrations as f64 / secs
+    );
+    let _ = writeln!(
+        out,
+        "utilization {:.1}%, Jain fairness {:.4}, {:.0} runs/s{}",
+        t.utilization_pct,
+        t.jain_fairness,
+        t.throughput_runs_per_sec,
+        t.makespan_ns.map_or(String::new(), |m| format!(
+            ", makespan {}",
+            format_duration(m)
+        ))
+    );
+    for (k, v) in &r.extra {
+        let _ = writeln!(out, "{k}: {v}");
+    }
+    let _ = writeln!(out);
+    let headers = [
+        "task",
+        "n",
+        "%CPU min/avg/max",
+        "wake avg us",
+        "wake p99 us",
+        "wake max us",
+        "run/switch p50",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .specs
+        .iter()
+        .map(|s| {
+            let w = &s.wakeup_latency;
+            let wake = |v: u64| if w.count == 0 { "-".to_string() } else { us(v) };
+            vec![
+                s.name.clone(),
+                s.tasks.to_string(),
+                format!(
+                    "{:.1}/{:.1}/{:.1}",
+                    s.cpu_share_min_pct, s.cpu_share_avg_pct, s.cpu_share_max_pct
+                ),
+                wake(w.mean),
+                wake(w.p99),
+                wake(w.max),
+                if s.runtime_per_switch.count == 0 {
+                    "-".into()
+                } else {
+                    format_duration(s.runtime_per_switch.p50)
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&table(&headers, &rows));
+    if show_hist {
+        out.push('\n');
+        out.push_str(&log2_hist("wakeup_latency_ns", &r.wakeup_latency));
+        out.push('\n');
+        out.push_str(&log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
+    }
+    out
+}

@@ -1,0 +1,1673 @@
+//! The Linux fair class, as CFS (Linux 5.15 to 6.5) and as EEVDF (Linux 6.12
+//! to 6.18), sharing what the kernel shares between them in
+//! kernel/sched/fair.c: per-CPU cfs_rqs in a hierarchy of task groups,
+//! group entities weighted by calc_group_shares, CFS bandwidth control
+//! (cpu.max), PELT load for balancing, and the SMP code in [`crate::smp`].
+//!
+//! CFS orders each cfs_rq by vruntime and follows sched_slice,
+//! check_preempt_tick, check_preempt_wakeup with wakeup_gran, place_entity
+//! (START_DEBIT, GENTLE_FAIR_SLEEPERS) and the skip/last/next buddies.
+//!
+//! EEVDF orders by virtual deadline and follows avg_vruntime and
+//! entity_eligible, update_deadline, pick_eevdf with RUN_TO_PARITY's
+//! protected slice (the 6.17+ vprot form), place_entity with PLACE_LAG and
+//! PLACE_DEADLINE_INITIAL, update_entity_lag, DELAY_DEQUEUE with DELAY_ZERO,
+//! PLACE_REL_DEADLINE, PREEMPT_SHORT and custom slices (sched_attr).
+//!
+//! Simplifications, each small against the decisions modelled: group shares
+//! use instantaneous runqueue weight where the kernel uses max(weight,
+//! load_avg); only task entities are delayed (the kernel may delay group
+//! entities too); pick_eevdf scans in deadline order where the kernel
+//! walks an augmented tree (same answer, O(n) worst case); 6.18's
+//! task-based throttling is modelled as the classic per-cfs_rq throttle.
+
+mod tunables;
+
+pub use tunables::{FairTunables, Features, Variant, scaling_factor};
+
+use crate::pelt::Pelt;
+use crate::smp::{Balancer, LbQueues, LbTunables, select_task_rq};
+use crate::weights::{calc_delta, calc_delta_fair, task_weight};
+use schedlab_sim::Workload;
+use schedlab_sim::workload::{GroupSpec, SchedPolicy};
+use schedlab_sim::{
+    CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind,
+};
+use std::collections::BTreeSet;
+
+const NONE: u32 = u32::MAX;
+/// MIN_SHARES: the smallest weight a group entity gets.
+const MIN_SHARES: u64 = 2;
+const TIMER_BANDWIDTH: u64 = 1 << 63;
+
+#[derive(Clone, Debug)]
+struct Ent {
+    weight: u64,
+    vruntime: i64,
+    deadline: i64,
+    vlag: i64,
+    vprot: i64,
+    slice: u64,
+    custom_slice: bool,
+    rel_deadline: bool,
+    delayed: bool,
+    on_rq: bool,
+    sum_exec: u64,
+    prev_sum_exec: u64,
+    /// Key it is filed under in its cfs_rq's tree.
+    key: i64,
+    /// The cfs_rq it belongs to.
+    rq: u32,
+    /// For a group entity, the cfs_rq it represents.
+    my_rq: u32,
+    task: u32,
+    depth: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    tree: BTreeSet<(i64, u32)>,
+    load: u64,
+    nr_queued: u32,
+    h_nr_running: u32,
+    curr: Option<u32>,
+    /// CFS: min_vruntime. EEVDF: zero_vruntime, the base of avg sums.
+    min_vruntime: i64,
+    /// EEVDF avg_vruntime: sum of (v - base) * w over tree entities.
+    sum_wv: i128,
+    sum_w: i64,
+    skip: Option<u32>,
+    last: Option<u32>,
+    next: Option<u32>,
+    cpu: CpuId,
+    group: u32,
+    /// The group entity that stands for this cfs_rq in its parent (NONE at
+    /// the root).
+    se: u32,
+    runtime_remaining: i64,
+    throttled: bool,
+    throttled_at: Nanos,
+}
+
+#[derive(Clone, Debug)]
+struct Bandwidth {
+    quota: Nanos,
+    period: Nanos,
+    pool: Nanos,
+    throttled: Vec<u32>,
+    nr_periods: u64,
+    nr_throttled: u64,
+    throttled_ns: Nanos,
+}
+
+pub struct Fair {
+    variant: Variant,
+    tun: FairTunables,
+    ents: Vec<Ent>,
+    rqs: Vec<Rq>,
+    task_ent: Vec<u32>,
+    /// cgroup v2 cpu.weight turned into shares (weight * 1024 / 100).
+    group_shares: Vec<u64>,
+    /// Sum over CPUs of each group's cfs_rq load (tg->load_avg stand-in).
+    group_load: Vec<u64>,
+    bw: Vec<Option<Bandwidth>>,
+    nr_cpus: u32,
+    /// Per-task PELT runnable load, per-CPU root load and utilization.
+    task_pelt: Vec<Pelt>,
+    cpu_load: Vec<Pelt>,
+    cpu_util: Vec<Pelt>,
+    /// Queued fair tasks per CPU, for the balancer (position in `pos`).
+    cpu_tasks: Vec<Vec<TaskId>>,
+    pos: Vec<u32>,
+    push_to: Vec<Option<CpuId>>,
+    hrtick_epoch: Vec<u32>,
+    lb: Option<Balancer>,
+    tick: u64,
+    verify: bool,
+    violations: Vec<String>,
+}
+
+impl Fair {
+    pub fn new(variant: Variant, w: &Workload) -> Result<Fair, String> {
+        let tun = FairTunables::new(variant, w.nr_cpus(), &w.tunables)?;
+        let n = w.nr_cpus();
+        let groups = &w.groups;
+        let nr_groups = groups.len() as u32;
+        let mut f = Fair {
+            variant,
+            ents: Vec::new(),
+            rqs: Vec::new(),
+            task_ent: Vec::new(),
+            group_shares: groups
+                .iter()
+                .map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES))
+                .collect(),
+            group_load: vec![0; nr_groups as usize],
+            bw: groups
+                .iter()
+                .map(|g| {
+                    g.cpu_max.map(|(quota, period)| Bandwidth {
+                        quota,
+                        period,
+                        pool: quota,
+                        throttled: Vec::new(),
+                        nr_periods: 0,
+                        nr_throttled: 0,
+                        throttled_ns: 0,
+                    })
+                })
+                .collect(),
+            nr_cpus: n,
+            task_pelt: Vec::new(),
+            cpu_load: vec![Pelt::default(); n as usize],
+            cpu_util: vec![Pelt::default(); n as usize],
+            cpu_tasks: vec![Vec::new(); n as usize],
+            pos: Vec::new(),
+            push_to: vec![None; n as usize],
+            hrtick_epoch: vec![0; n as usize],
+            tick: w.machine.tick_ns(),
+            lb: Some(Balancer::new(
+                &w.machine.topology,
+                LbTunables {
+                    migration_cost_ns: tun.migration_cost_ns,
+                    nr_migrate: tun.nr_migrate,
+                },
+            )),
+            tun,
+            verify: false,
+            violations: Vec::new(),
+        };
+        // rq index = group * ncpus + cpu; group entities for groups >= 1.
+        for g in 0..nr_groups {
+            for cpu in 0..n {
+                f.rqs.push(Rq {
+                    cpu,
+                    group: g,
+                    se: NONE,
+                    ..Rq::default()
+                });
+            }
+        }
+        for g in 1..nr_groups {
+            let parent = groups[g as usize].parent.unwrap_or(0);
+            let depth = Self::group_depth(groups, g);
+            for cpu in 0..n {
+                let se = f.ents.len() as u32;
+                f.ents.push(Ent {
+                    weight: f.group_shares[g as usize],
+                    vruntime: 0,
+                    deadline: 0,
+                    vlag: 0,
+                    vprot: 0,
+                    slice: f.tun.base_slice_ns,
+                    custom_slice: false,
+                    rel_deadline: false,
+                    delayed: false,
+                    on_rq: false,
+                    sum_exec: 0,
+                    prev_sum_exec: 0,
+                    key: 0,
+                    rq: parent * n + cpu,
+                    my_rq: g * n + cpu,
+                    task: NONE,
+                    depth: depth - 1,
+                });
+                f.rqs[(g * n + cpu) as usize].se = se;
+            }
+        }
+        Ok(f)
+    }
+
+    /// Check every pick against a brute-force answer (tests).
+    pub fn with_verification(mut self) -> Fair {
+        self.verify = true;
+        self
+    }
+
+    fn group_depth(groups: &[GroupSpec], g: u32) -> u32 {
+        let mut d = 0;
+        let mut cur = Some(g);
+        while let Some(c) = cur {
+            if c == 0 {
+                break;
+            }
+            d += 1;
+            cur = groups[c as usize].parent;
+        }
+        d
+    }
+
+    fn root(&self, cpu: CpuId) -> u32 {
+        cpu
+    }
+
+    fn group_rq(&self, group: u32, cpu: CpuId) -> u32 {
+        group * self.nr_cpus + cpu
+    }
+
+    fn parent_rq(&self, rq: u32) -> Option<u32> {
+        let se = self.rqs[rq as usize].se;
+        (se != NONE).then(|| self.ents[se as usize].rq)
+    }
+
+    fn tree_key(&self, e: &Ent) -> i64 {
+        match self.variant {
+            Variant::Cfs => e.vruntime,
+            Variant::Eevdf => e.deadline,
+        }
+    }
+
+    // ---- tree and averages ----
+
+    fn tree_insert(&mut self, rq: u32, se: u32) {
+        let key = self.tree_key(&self.ents[se as usize]);
+        self.ents[se as usize].key = key;
+        let (v, w) = (
+            self.ents[se as usize].vruntime,
+            self.ents[se as usize].weight,
+        );
+        let r = &mut self.rqs[rq as usize];
+        r.tree.insert((key, se));
+        r.sum_wv += (v - r.min_vruntime) as i128 * w as i128;
+        r.sum_w += w as i64;
+    }
+
+    fn tree_remove(&mut self, rq: u32, se: u32) {
+        let e = &self.ents[se as usize];
+        let (key, v, w) = (e.key, e.vruntime, e.weight);
+        let r = &mut self.rqs[rq as usize];
+        let removed = r.tree.remove(&(key, se));
+        debug_assert!(removed, "entity {se} not in its tree");
+        r.sum_wv -= (v - r.min_vruntime) as i128 * w as i128;
+        r.sum_w -= w as i64;
+    }
+
+    /// avg_vruntime: the weighted average vruntime V of the queue, the
+    /// running entity included.
+    fn avg_vruntime(&self, rq: u32) -> i64 {
+        let r = &self.rqs[rq as usize];
+        let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
+        if let Some(c) = r.curr {
+            let e = &self.ents[c as usize];
+            if e.on_rq {
+                avg += (e.vruntime - r.min_vruntime) as i128 * e.weight as i128;
+                load += e.weight as i128;
+            }
+        }
+        if load > 0 {
+            // Floor division, as the kernel rounds towards -inf here.
+            avg = avg.div_euclid(load);
+        }
+        r.min_vruntime + avg as i64
+    }
+
+    /// vruntime_eligible: lag >= 0, i.e. v <= V, without the division.
+    fn vruntime_eligible(&self, rq: u32, v: i64) -> bool {
+        let r = &self.rqs[rq as usize];
+        let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
+        if let Some(c) = r.curr {
+            let e = &self.ents[c as usize];
+            if e.on_rq {
+                avg += (e.vruntime - r.min_vruntime) as i128 * e.weight as i128;
+                load += e.weight as i128;
+            }
+        }
+        avg >= (v - r.min_vruntime) as i128 * load
+    }
+
+    fn eligible(&self, rq: u32, se: u32) -> bool {
+        self.vruntime_eligible(rq, self.ents[se as usize].vruntime)
+    }
+
+    /// update_min_vruntime (CFS): monotonic, from curr and the leftmost.
+    fn update_min_vruntime(&mut self, rq: u32) {
+        if self.variant != Variant::Cfs {
+            return;
+        }
+        let r = &self.rqs[rq as usize];
+        let mut v = r.min_vruntime;
+        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
+        if let Some(c) = curr {
+            v = self.ents[c as usize].vruntime;
+        }
+        if let Some(&(_, left)) = r.tree.first() {
+            let lv = self.ents[left as usize].vruntime;
+            v = if curr.is_some() { v.min(lv) } else { lv };
+        }
+        let r = &mut self.rqs[rq as usize];
+        let new = r.min_vruntime.max(v);
+        // The avg sums are kept relative to min_vruntime.
+        r.sum_wv -= (new - r.min_vruntime) as i128 * r.sum_w as i128;
+        r.min_vruntime = new;
+    }
+
+    // ---- CFS slices ----
+
+    fn sched_period(&self, nr: u64) -> u64 {
+        if nr > self.tun.nr_latency() {
+            nr * self.tun.sched_min_granularity_ns
+        } else {
+            self.tun.sched_latency_ns
+        }
+    }
+
+    /// sched_slice with ALT_PERIOD and BASE_SLICE (5.13+ defaults).
+    fn sched_slice(&self, se: u32) -> u64 {
+        let e = &self.ents[se as usize];
+        let cpu = self.rqs[e.rq as usize].cpu;
+        let nr = self.rqs[self.root(cpu) as usize].h_nr_running as u64 + u64::from(!e.on_rq);
+        let mut slice = self.sched_period(nr);
+        let mut cur = se;
+        loop {
+            let c = &self.ents[cur as usize];
+            let q = &self.rqs[c.rq as usize];
+            let load = q.load + if c.on_rq { 0 } else { c.weight };
+            slice = calc_delta(slice, c.weight, load.max(1));
+            let up = q.se;
+            if up == NONE {
+                break;
+            }
+            cur = up;
+        }
+        slice.max(self.tun.sched_min_granularity_ns)
+    }
+
+    fn sched_vslice(&self, se: u32) -> i64 {
+        calc_delta_fair(self.sched_slice(se), self.ents[se as usize].weight) as i64
+    }
+
+    // ---- EEVDF deadlines and lag ----
+
+    fn vslice(&self, se: u32) -> i64 {
+        let e = &self.ents[se as usize];
+        calc_delta_fair(e.slice, e.weight) as i64
+    }
+
+    /// update_deadline: returns true when the request is used up.
+    fn update_deadline(&mut self, se: u32) -> bool {
+        let e = &self.ents[se as usize];
+        if e.vruntime < e.deadline {
+            return false;
+        }
+        if !e.custom_slice {
+            self.ents[se as usize].slice = self.tun.base_slice_ns;
+        }
+        let vs = self.vslice(se);
+        let e = &mut self.ents[se as usize];
+        e.deadline = e.vruntime + vs;
+        true
+    }
+
+    fn update_entity_lag(&mut self, rq: u32, se: u32) {
+        let avg = self.avg_vruntime(rq);
+        let e = &self.ents[se as usize];
+        let limit = calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64;
+        let vlag = (avg - e.vruntime).clamp(-limit, limit);
+        self.ents[se as usize].vlag = vlag;
+    }
+
+    fn tick_ns(&self) -> u64 {
+        // TICK_NSEC; the engine's HZ is fixed for a run, kept in the lag limit.
+        self.tick
+    }
+
+    /// cfs_rq_min_slice: the shortest request among queued entities.
+    fn min_slice(&self, rq: u32) -> u64 {
+        let r = &self.rqs[rq as usize];
+        let mut m = r
+            .curr
+            .filter(|&c| self.ents[c as usize].on_rq)
+            .map_or(u64::MAX, |c| self.ents[c as usize].slice);
+        for &(_, se) in &r.tree {
+            m = m.min(self.ents[se as usize].slice);
+        }
+        m
+    }
+
+    fn set_protect_slice(&mut self, rq: u32, se: u32) {
+        let e = &self.ents[se as usize];
+        let mut slice =
+            self.tun.base_slice_ns / scaling_factor(self.tun.tunable_scaling, self.nr_cpus);
+        let mut vprot = e.deadline;
+        if self.tun.features.run_to_parity {
+            slice = self.min_slice(rq);
+        }
+        slice = slice.min(e.slice);
+        if slice != e.slice {
+            vprot = vprot.min(e.vruntime + calc_delta_fair(slice, e.weight) as i64);
+        }
+        self.ents[se as usize].vprot = vprot;
+    }
+
+    fn protect_slice(&self, se: u32) -> bool {
+        let e = &self.ents[se as usize];
+        e.vruntime < e.vprot
+    }
+
+    fn place_entity(&mut self, rq: u32, se: u32, initial: bool) {
+        match self.variant {
+            Variant::Cfs => {
+                let min = self.rqs[rq as usize].min_vruntime;
+                let mut v = min;
+                if initial && self.tun.features.start_debit {
+                    v += self.sched_vslice(se);
+                }
+                if !initial {
+                    let mut thresh = self.tun.sched_latency_ns as i64;
+                    if self.tun.features.gentle_fair_sleepers {
+                        thresh >>= 1;
+                    }
+                    v -= thresh;
+                }
+                // "ensure we never gain time by being placed backwards"
+                let e = &mut self.ents[se as usize];
+                e.vruntime = e.vruntime.max(v);
+            }
+            Variant::Eevdf => {
+                if !self.ents[se as usize].custom_slice {
+                    self.ents[se as usize].slice = self.tun.base_slice_ns;
+                }
+                let mut vslice = self.vslice(se);
+                let v = self.avg_vruntime(rq);
+                let r = &self.rqs[rq as usize];
+                let e = &self.ents[se as usize];
+                let mut lag = 0i64;
+                if self.tun.features.place_lag && r.nr_queued > 0 && e.vlag != 0 {
+                    let mut load = r.sum_w as i128;
+                    if let Some(c) = r.curr
+                        && self.ents[c as usize].on_rq
+                    {
+                        load += self.ents[c as usize].weight as i128;
+                    }
+                    let l = e.vlag as i128 * (load + e.weight as i128);
+                    lag = (l / load.max(1)) as i64;
+                }
+                let e = &mut self.ents[se as usize];
+                e.vruntime = v - lag;
+                if e.rel_deadline {
+                    e.deadline += e.vruntime;
+                    e.rel_deadline = false;
+                    return;
+                }
+                if self.tun.features.place_deadline_initial && initial {
+                    vslice /= 2;
+                }
+                e.deadline = e.vruntime + vslice;
+            }
+        }
+    }
+
+    // ---- enqueue / dequeue ----
+
+    fn account_enqueue(&mut self, rq: u32, se: u32) {
+        let w = self.ents[se as usize].weight;
+        let r = &mut self.rqs[rq as usize];
+        r.load += w;
+        r.nr_queued += 1;
+        let g = r.group as usize;
+        self.group_load[g] += w;
+    }
+
+    fn account_dequeue(&mut self, rq: u32, se: u32) {
+        let w = self.ents[se as usize].weight;
+        let r = &mut self.rqs[rq as usize];
+        r.load -= w;
+        r.nr_queued -= 1;
+        let g = r.group as usize;
+        self.group_load[g] -= w;
+    }
+
+    fn enqueue_entity(&mut self, rq: u32, se: u32, initial: bool, wakeup: bool) {
+        let is_curr = self.rqs[rq as usize].curr == Some(se);
+        match self.variant {
+            Variant::Cfs => {
+                if initial || wakeup {
+                    self.place_entity(rq, se, initial);
+                }
+            }
+            Variant::Eevdf => self.place_entity(rq, se, initial),
+        }
+        self.account_enqueue(rq, se);
+        if !is_curr {
+            self.tree_insert(rq, se);
+        }
+        self.ents[se as usize].on_rq = true;
+        self.update_min_vruntime(rq);
+    }
+
+    fn dequeue_entity(&mut self, rq: u32, se: u32, sleep: bool) {
+        if self.variant == Variant::Eevdf {
+            self.update_entity_lag(rq, se);
+            if self.tun.features.place_rel_deadline && !sleep {
+                let e = &mut self.ents[se as usize];
+                e.deadline -= e.vruntime;
+                e.rel_deadline = true;
+            }
+        }
+        self.clear_buddies(rq, se);
+        if self.rqs[rq as usize].curr != Some(se) {
+            self.tree_remove(rq, se);
+        }
+        self.ents[se as usize].on_rq = false;
+        self.account_dequeue(rq, se);
+        self.update_min_vruntime(rq);
+    }
+
+    /// calc_group_shares and reweight_entity for the group entity of `rq`.
+    fn update_group_weight(&mut self, rq: u32) {
+        let se = self.rqs[rq as usize].se;
+        if se == NONE {
+            return;
+        }
+        let g = self.rqs[rq as usize].group as usize;
+        let shares = self.group_shares[g];
+        let local = self.rqs[rq as usize].load;
+        let total = self.group_load[g].max(1);
+        let new = (shares * local / total).clamp(MIN_SHARES, shares);
+        let old = self.ents[se as usize].weight;
+        if new == old {
+            return;
+        }
+        let parent = self.ents[se as usize].rq;
+        let on_rq = self.ents[se as usize].on_rq;
+        let in_tree = on_rq && self.rqs[parent as usize].curr != Some(se);
+        if self.variant == Variant::Eevdf && on_rq {
+            // reweight_eevdf: keep lag and the virtual slice's real length.
+            let avg = self.avg_vruntime(parent);
+            if in_tree {
+                self.tree_remove(parent, se);
+            }
+            let e = &mut self.ents[se as usize];
+            let vlag = avg - e.vruntime;
+            e.vruntime = avg - (vlag as i128 * old as i128 / new as i128) as i64;
+            let vslice = e.deadline - avg;
+            e.deadline = avg + (vslice as i128 * old as i128 / new as i128) as i64;
+        } else if self.variant == Variant::Eevdf {
+            let e = &mut self.ents[se as usize];
+            e.vlag = (e.vlag as i128 * old as i128 / new as i128) as i64;
+        } else if in_tree {
+            self.tree_remove(parent, se);
+        }
+        if on_rq {
+            let pr = &mut self.rqs[parent as usize];
+            pr.load = pr.load - old + new;
+            let pg = pr.group as usize;
+            self.group_load[pg] = self.group_load[pg] - old + new;
+        }
+        self.ents[se as usize].weight = new;
+        if in_tree {
+            self.tree_insert(parent, se);
+        }
+    }
+
+    fn enqueue_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
+        let se = self.task_ent[t as usize];
+        let target = self.group_rq(sys.task(t).group, cpu);
+        if self.ents[se as usize].delayed {
+            debug_assert_eq!(
+                self.ents[se as usize].rq, target,
+                "delayed task woken on another CPU"
+            );
+            self.requeue_delayed(target, se);
+            self.list_add(cpu, t);
+            self.pelt_task(sys, t, true);
+            return;
+        }
+        let old = self.ents[se as usize].rq;
+        if old != target {
+            if self.variant == Variant::Cfs && how != Enqueue::New {
+                let delta =
+                    self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
+                self.ents[se as usize].vruntime += delta;
+            }
+            self.ents[se as usize].rq = target;
+        }
+        if how == Enqueue::New && self.variant == Variant::Cfs {
+            // task_fork_fair: start from the parent's vruntime when it runs
+            // on this cfs_rq, then place_entity(initial).
+            let base = sys
+                .task(t)
+                .parent
+                .map(|p| self.task_ent[p as usize])
+                .filter(|&p| self.ents[p as usize].rq == target && self.ents[p as usize].on_rq)
+                .map_or(self.rqs[target as usize].min_vruntime, |p| {
+                    self.ents[p as usize].vruntime
+                });
+            self.ents[se as usize].vruntime = base;
+        }
+        let mut cur = se;
+        let mut initial = how == Enqueue::New;
+        let wakeup = how != Enqueue::Migrate;
+        let mut rq = target;
+        let mut entities = true;
+        loop {
+            if entities && !self.ents[cur as usize].on_rq {
+                self.enqueue_entity(rq, cur, initial, wakeup);
+                self.check_enqueue_throttle(sys, rq);
+            } else {
+                entities = false;
+            }
+            self.rqs[rq as usize].h_nr_running += 1;
+            self.update_group_weight(rq);
+            if self.rqs[rq as usize].throttled {
+                break;
+            }
+            let Some(parent) = self.parent_rq(rq) else {
+                break;
+            };
+            cur = self.rqs[rq as usize].se;
+            rq = parent;
+            initial = false;
+        }
+        self.list_add(cpu, t);
+        self.pelt_task(sys, t, true);
+    }
+
+    /// Remove a task entity, and group entities left empty, walking up.
+    fn dequeue_task_entities(&mut self, se: u32, sleep: bool) {
+        let mut cur = se;
+        let mut rq = self.ents[se as usize].rq;
+        let mut entities = true;
+        loop {
+            if entities {
+                self.dequeue_entity(rq, cur, sleep);
+                if self.rqs[rq as usize].nr_queued > 0 {
+                    entities = false;
+                }
+            }
+            self.rqs[rq as usize].h_nr_running -= 1;
+            self.update_group_weight(rq);
+            if self.rqs[rq as usize].throttled {
+                break;
+            }
+            let Some(parent) = self.parent_rq(rq) else {
+                break;
+            };
+            cur = self.rqs[rq as usize].se;
+            rq = parent;
+        }
+    }
+
+    fn requeue_delayed(&mut self, rq: u32, se: u32) {
+        if self.tun.features.delay_zero {
+            self.update_entity_lag(rq, se);
+            if self.ents[se as usize].vlag > 0 {
+                let is_curr = self.rqs[rq as usize].curr == Some(se);
+                self.rqs[rq as usize].nr_queued -= 1;
+                if !is_curr {
+                    self.tree_remove(rq, se);
+                }
+                self.ents[se as usize].vlag = 0;
+                self.place_entity(rq, se, false);
+                if !is_curr {
+                    self.tree_insert(rq, se);
+                }
+                self.rqs[rq as usize].nr_queued += 1;
+            }
+        }
+        self.ents[se as usize].delayed = false;
+    }
+
+    /// The delayed entity reached the front: dequeue it for real.
+    fn finish_delayed(&mut self, sys: &mut Sys, se: u32) {
+        self.dequeue_task_entities(se, true);
+        let e = &mut self.ents[se as usize];
+        e.delayed = false;
+        if self.tun.features.delay_zero && e.vlag > 0 {
+            e.vlag = 0;
+        }
+        let cpu = self.rqs[e.rq as usize].cpu;
+        self.pelt_root(sys, cpu);
+    }
+
+    // ---- bandwidth ----
+
+    fn assign_runtime(&mut self, rq: u32) {
+        let g = self.rqs[rq as usize].group as usize;
+        let Some(bw) = self.bw[g].as_mut() else {
+            return;
+        };
+        let slice = self.tun.sched_cfs_bandwidth_slice_us * 1000;
+        let r = &mut self.rqs[rq as usize];
+        let want = (slice as i64 - r.runtime_remaining).max(0) as u64;
+        let amount = want.min(bw.pool);
+        bw.pool -= amount;
+        r.runtime_remaining += amount as i64;
+    }
+
+    fn check_enqueue_throttle(&mut self, sys: &mut Sys, rq: u32) {
+        let g = self.rqs[rq as usize].group as usize;
+        if self.bw[g].is_none()
+            || self.rqs[rq as usize].curr.is_some()
+            || self.rqs[rq as usize].throttled
+        {
+            return;
+        }
+        if self.rqs[rq as usize].runtime_remaining <= 0 {
+            self.assign_runtime(rq);
+        }
+        if self.rqs[rq as usize].runtime_remaining <= 0 {
+            self.throttle(sys, rq);
+        }
+    }
+
+    fn throttle(&mut self, sys: &mut Sys, rq: u32) {
+        let g = self.rqs[rq as usize].group as usize;
+        let h = self.rqs[rq as usize].h_nr_running;
+        self.rqs[rq as usize].throttled = true;
+        self.rqs[rq as usize].throttled_at = sys.now;
+        if let Some(bw) = self.bw[g].as_mut() {
+            bw.throttled.push(rq);
+            bw.nr_throttled += 1;
+        }
+        let cpu = self.rqs[rq as usize].cpu;
+        sys.resched(cpu);
+        // Take the group entity out of its parents, as throttle_cfs_rq does;
+        // one not queued yet (enqueue in progress) has nothing to take out.
+        let se = self.rqs[rq as usize].se;
+        if !self.ents[se as usize].on_rq {
+            return;
+        }
+        let mut cur = se;
+        let mut prq = self.ents[se as usize].rq;
+        let mut entities = self.ents[se as usize].on_rq;
+        loop {
+            if entities {
+                self.dequeue_entity(prq, cur, false);
+                if self.rqs[prq as usize].nr_queued > 0 {
+                    entities = false;
+                }
+            }
+            self.rqs[prq as usize].h_nr_running -= h;
+            self.update_group_weight(prq);
+            if self.rqs[prq as usize].throttled {
+                break;
+            }
+            let Some(parent) = self.parent_rq(prq) else {
+                break;
+            };
+            cur = self.rqs[prq as usize].se;
+            prq = parent;
+        }
+        self.pelt_root(sys, cpu);
+    }
+
+    fn unthrottle(&mut self, sys: &mut Sys, rq: u32) {
+        let g = self.rqs[rq as usize].group as usize;
+        let h = self.rqs[rq as usize].h_nr_running;
+        self.rqs[rq as usize].throttled = false;
+        if let Some(bw) = self.bw[g].as_mut() {
+            bw.throttled_ns += sys.now - self.rqs[rq as usize].throttled_at;
+        }
+        let se = self.rqs[rq as usize].se;
+        let mut cur = se;
+        let mut prq = self.ents[se as usize].rq;
+        let mut entities = self.rqs[rq as usize].nr_queued > 0;
+        loop {
+            if entities && !self.ents[cur as usize].on_rq {
+                self.enqueue_entity(prq, cur, false, true);
+            } else {
+                entities = false;
+            }
+            self.rqs[prq as usize].h_nr_running += h;
+            self.update_group_weight(prq);
+            if self.rqs[prq as usize].throttled {
+                break;
+            }
+            let Some(parent) = self.parent_rq(prq) else {
+                break;
+            };
+            cur = self.rqs[prq as usize].se;
+            prq = parent;
+        }
+        let cpu = self.rqs[rq as usize].cpu;
+        self.pelt_root(sys, cpu);
+        sys.resched(cpu);
+    }
+
+    fn throttled_hierarchy(&self, mut rq: u32) -> bool {
+        loop {
+            if self.rqs[rq as usize].throttled {
+                return true;
+            }
+            match self.parent_rq(rq) {
+                Some(p) => rq = p,
+                None => return false,
+            }
+        }
+    }
+
+    // ---- pick / put ----
+
+    /// CFS pick_next_entity with the skip, next and last buddies.
+    fn pick_cfs(&mut self, rq: u32) -> Option<u32> {
+        let r = &self.rqs[rq as usize];
+        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
+        let first = r.tree.first().map(|&(_, s)| s);
+        let before =
+            |a: u32, b: u32| self.ents[a as usize].vruntime < self.ents[b as usize].vruntime;
+        let mut left = match (first, curr) {
+            (None, c) => c?,
+            (Some(f), Some(c)) if before(c, f) => c,
+            (Some(f), _) => f,
+        };
+        let mut se = left;
+        if r.skip == Some(se) {
+            let second = if Some(se) == curr {
+                first
+            } else {
+                let next_in_tree = r
+                    .tree
+                    .range((self.ents[se as usize].key, se + 1)..)
+                    .next()
+                    .map(|&(_, s)| s);
+                match (next_in_tree, curr) {
+                    (None, c) => c,
+                    (Some(n), Some(c)) if before(c, n) => Some(c),
+                    (n, _) => n,
+                }
+            };
+            if let Some(s) = second
+                && self.wakeup_preempt_entity(s, left) < 1
+            {
+                se = s;
+            }
+        }
+        let r = &self.rqs[rq as usize];
+        if let Some(n) = r.next.filter(|&n| self.wakeup_preempt_entity(n, left) < 1) {
+            se = n;
+        } else if let Some(l) = r.last.filter(|&l| self.wakeup_preempt_entity(l, left) < 1) {
+            se = l;
+        }
+        left = se;
+        self.clear_buddies(rq, left);
+        Some(left)
+    }
+
+    /// wakeup_preempt_entity(curr, se): 1 when se leads curr by more than
+    /// the wakeup granularity scaled to se's weight.
+    fn wakeup_preempt_entity(&self, curr: u32, se: u32) -> i32 {
+        let vdiff = self.ents[curr as usize].vruntime - self.ents[se as usize].vruntime;
+        if vdiff <= 0 {
+            return -1;
+        }
+        let gran = calc_delta_fair(
+            self.tun.sched_wakeup_granularity_ns,
+            self.ents[se as usize].weight,
+        ) as i64;
+        i32::from(vdiff > gran)
+    }
+
+    fn clear_buddies(&mut self, rq: u32, se: u32) {
+        let r = &mut self.rqs[rq as usize];
+        for b in [&mut r.skip, &mut r.last, &mut r.next] {
+            if *b == Some(se) {
+                *b = None;
+            }
+        }
+    }
+
+    /// pick_eevdf: the eligible entity with the earliest virtual deadline,
+    /// or the running one while its slice is protected.
+    fn pick_eevdf(&self, rq: u32, protect: bool) -> Option<u32> {
+        let r = &self.rqs[rq as usize];
+        let first = r.tree.first().map(|&(_, s)| s);
+        let curr_on = r.curr.filter(|&c| self.ents[c as usize].on_rq);
+        if r.nr_queued == 1 {
+            return curr_on.or(first);
+        }
+        let curr = curr_on.filter(|&c| self.eligible(rq, c));
+        if let Some(c) = curr
+            && protect
+            && self.protect_slice(c)
+        {
+            return Some(c);
+        }
+        let best = r
+            .tree
+            .iter()
+            .map(|&(_, s)| s)
+            .find(|&s| self.eligible(rq, s));
+        match (best, curr) {
+            (None, c) => c.or(first),
+            (Some(b), Some(c))
+                if self.ents[c as usize].deadline < self.ents[b as usize].deadline =>
+            {
+                Some(c)
+            }
+            (b, _) => b,
+        }
+    }
+
+    fn verify_pick(&mut self, rq: u32, picked: u32) {
+        if self.variant != Variant::Eevdf {
+            return;
+        }
+        let r = &self.rqs[rq as usize];
+        if r.nr_queued <= 1 {
+            return;
+        }
+        let mut all: Vec<u32> = r.tree.iter().map(|&(_, s)| s).collect();
+        if let Some(c) = r.curr.filter(|&c| self.ents[c as usize].on_rq) {
+            all.push(c);
+        }
+        let eligible: Vec<u32> = all
+            .iter()
+            .copied()
+            .filter(|&s| self.eligible(rq, s))
+            .collect();
+        if eligible.is_empty() {
+            return;
+        }
+        let protected = r.curr == Some(picked) && self.protect_slice(picked);
+        if !eligible.contains(&picked) {
+            self.violations
+                .push(format!("pick_eevdf chose ineligible entity {picked}"));
+        } else if !protected {
+            let best = eligible
+                .iter()
+                .map(|&s| self.ents[s as usize].deadline)
+                .min()
+                .unwrap_or(i64::MAX);
+            if self.ents[picked as usize].deadline != best {
+                self.violations.push(format!(
+                    "pick_eevdf chose deadline {} while an eligible entity had {best}",
+                    self.ents[picked as usize].deadline
+                ));
+            }
+        }
+    }
+
+    fn put_prev_entity(&mut self, rq: u32, se: u32) {
+        if self.ents[se as usize].on_rq {
+            self.tree_insert(rq, se);
+        }
+        self.rqs[rq as usize].curr = None;
+    }
+
+    fn set_next_entity(&mut self, rq: u32, se: u32) {
+        if self.ents[se as usize].on_rq {
+            self.tree_remove(rq, se);
+        }
+        self.rqs[rq as usize].curr = Some(se);
+        let e = &mut self.ents[se as usize];
+        e.prev_sum_exec = e.sum_exec;
+        if self.variant == Variant::Eevdf {
+            self.set_protect_slice(rq, se);
+        }
+    }
+
+    /// put_prev_task for the whole chain of a task that stops running.
+    fn put_prev_chain(&mut self, sys: &mut Sys, t: TaskId) {
+        let mut se = self.task_ent[t as usize];
+        loop {
+            let rq = self.ents[se as usize].rq;
+            if self.rqs[rq as usize].curr != Some(se) {
+                break;
+            }
+            self.put_prev_entity(rq, se);
+            let _ = self.check_runtime(sys, rq);
+            let up = self.rqs[rq as usize].se;
+            if up == NONE {
+                break;
+            }
+            se = up;
+        }
+        let cpu = sys.task(t).cpu;
+        self.cpu_util[cpu as usize].set(sys.now, 0.0);
+    }
+
+    /// check_cfs_rq_runtime: throttle a cfs_rq whose runtime is spent.
+    fn check_runtime(&mut self, sys: &mut Sys, rq: u32) -> bool {
+        let g = self.rqs[rq as usize].group as usize;
+        if self.bw[g].is_none()
+            || self.rqs[rq as usize].throttled
+            || self.rqs[rq as usize].runtime_remaining > 0
+        {
+            return false;
+        }
+        self.assign_runtime(rq);
+        if self.rqs[rq as usize].runtime_remaining > 0 {
+            return false;
+        }
+        self.throttle(sys, rq);
+        true
+    }
+
+    fn set_next_chain(&mut self, se: u32) {
+        let mut chain = vec![se];
+        let mut cur = se;
+        while let Some(_p) = self.parent_rq(self.ents[cur as usize].rq) {
+            cur = self.rqs[self.ents[cur as usize].rq as usize].se;
+            chain.push(cur);
+        }
+        for &s in chain.iter().rev() {
+            let rq = self.ents[s as usize].rq;
+            if self.rqs[rq as usize].curr != Some(s) {
+                self.set_next_entity(rq, s);
+            }
+        }
+    }
+
+    fn pick_task(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
+        'again: loop {
+            let mut rq = self.root(cpu);
+            if self.rqs[rq as usize].nr_queued == 0 {
+                return None;
+            }
+            loop {
+                if rq != self.root(cpu)
+                    && self.rqs[rq as usize].curr.is_none()
+                    && self.check_runtime(sys, rq)
+                {
+                    continue 'again;
+                }
+                let se = match self.variant {
+                    Variant::Cfs => self.pick_cfs(rq),
+                    Variant::Eevdf => {
+                        let p = self.pick_eevdf(rq, true);
+                        if self.verify
+                            && let Some(p) = p
+                        {
+                            self.verify_pick(rq, p);
+                        }
+                        p
+                    }
+                }?;
+                if self.ents[se as usize].delayed {
+                    self.finish_delayed(sys, se);
+                    continue 'again;
+                }
+                let my = self.ents[se as usize].my_rq;
+                if my == NONE {
+                    return Some(self.ents[se as usize].task);
+                }
+                rq = my;
+            }
+        }
+    }
+
+    fn hrtick_start(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        if !self.tun.features.hrtick {
+            return;
+        }
+        let se = self.task_ent[t as usize];
+        let e = &self.ents[se as usize];
+        let slice = match self.variant {
+            Variant::Cfs => self.sched_slice(se),
+            Variant::Eevdf => e.slice,
+        };
+        let ran = e.sum_exec - e.prev_sum_exec;
+        let left = slice.saturating_sub(ran).max(10_000);
+        let epoch = &mut self.hrtick_epoch[cpu as usize];
+        *epoch = epoch.wrapping_add(1);
+        sys.arm_timer(sys.now + left, ((cpu as u64) << 32) | *epoch as u64);
+    }
+
+    // ---- PELT and per-CPU task lists ----
+
+    fn pelt_task(&mut self, sys: &Sys, t: TaskId, runnable: bool) {
+        let w = task_weight(sys, t) as f64;
+        self.task_pelt[t as usize].set(sys.now, if runnable { w } else { 0.0 });
+        self.pelt_root(sys, sys.task(t).cpu);
+    }
+
+    fn pelt_root(&mut self, sys: &Sys, cpu: CpuId) {
+        let load = self.rqs[self.root(cpu) as usize].load as f64;
+        self.cpu_load[cpu as usize].set(sys.now, load);
+    }
+
+    fn list_add(&mut self, cpu: CpuId, t: TaskId) {
+        if self.pos[t as usize] != NONE {
+            return;
+        }
+        let l = &mut self.cpu_tasks[cpu as usize];
+        self.pos[t as usize] = l.len() as u32;
+        l.push(t);
+    }
+
+    fn list_remove(&mut self, cpu: CpuId, t: TaskId) {
+        let p = self.pos[t as usize];
+        if p == NONE {
+            return;
+        }
+        let l = &mut self.cpu_tasks[cpu as usize];
+        l.swap_remove(p as usize);
+        if let Some(&moved) = l.get(p as usize) {
+            self.pos[moved as usize] = p;
+        }
+        self.pos[t as usize] = NONE;
+    }
+
+    /// find_matching_se: walk both up to the cfs_rq they share.
+    fn matching(&self, mut a: u32, mut b: u32) -> (u32, u32) {
+        while self.ents[a as usize].depth > self.ents[b as usize].depth {
+            a = self.rqs[self.ents[a as usize].rq as usize].se;
+        }
+        while self.ents[b as usize].depth > self.ents[a as usize].depth {
+            b = self.rqs[self.ents[b as usize].rq as usize].se;
+        }
+        while self.ents[a as usize].rq != self.ents[b as usize].rq {
+            a = self.rqs[self.ents[a as usize].rq as usize].se;
+            b = self.rqs[self.ents[b as usize].rq as usize].se;
+        }
+        (a, b)
+    }
+
+    fn migrate_queued(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
+        let se = self.task_ent[t as usize];
+        self.list_remove(from, t);
+        self.pelt_task(sys, t, false);
+        self.dequeue_task_entities(se, false);
+        self.pelt_root(sys, from);
+        sys.migrate(t, to);
+        self.enqueue_task(sys, to, t, Enqueue::Migrate);
+        sys.resched(to);
+    }
+}
+
+impl LbQueues for Fair {
+    fn candidates(&self, sys: &Sys, cpu: CpuId, out: &mut Vec<TaskId>) {
+        let running = sys.cpus[cpu as usize].curr;
+        out.extend(self.cpu_tasks[cpu as usize].iter().copied().filter(|&t| {
+            Some(t) != running
+                && sys.task(t).state == TaskState::Runnable
+                && !self.throttled_hierarchy(self.ents[self.task_ent[t as usize] as usize].rq)
+        }));
+        out.sort_by_key(|&t| (sys.task(t).last_ran, t));
+    }
+
+    fn task_load(&self, sys: &Sys, t: TaskId) -> f64 {
+        let mut load = self.task_pelt[t as usize].value(sys.now);
+        let mut rq = self.ents[self.task_ent[t as usize] as usize].rq;
+        while let Some(parent) = self.parent_rq(rq) {
+            let gse = self.rqs[rq as usize].se;
+            load = load * self.ents[gse as usize].weight as f64
+                / self.rqs[rq as usize].load.max(1) as f64;
+            rq = parent;
+        }
+        load
+    }
+
+    fn cpu_load(&self, sys: &Sys, cpu: CpuId) -> f64 {
+        self.cpu_load[cpu as usize].value(sys.now)
+    }
+
+    fn cpu_util(&self, sys: &Sys, cpu: CpuId) -> f64 {
+        self.cpu_util[cpu as usize].value(sys.now)
+    }
+
+    fn cpu_nr(&self, sys: &Sys, cpu: CpuId) -> u32 {
+        let c = &sys.cpus[cpu as usize];
+        c.nr_running - c.nr_rt
+    }
+
+    fn move_task(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
+        self.migrate_queued(sys, t, from, to);
+    }
+
+    fn request_push(&mut self, sys: &mut Sys, from: CpuId, to: CpuId) -> bool {
+        let Some(curr) = sys.cpus[from as usize].curr else {
+            return false;
+        };
+        if sys.task(curr).policy.is_rt() || !sys.allowed(curr, to) || self.cpu_nr(sys, from) < 2 {
+            return false;
+        }
+        self.push_to[from as usize] = Some(to);
+        sys.resched(from);
+        true
+    }
+}
+
+impl Policy for Fair {
+    fn name(&self) -> &'static str {
+        match self.variant {
+            Variant::Cfs => "cfs",
+            Variant::Eevdf => "eevdf",
+        }
+    }
+
+    fn tunables(&self) -> Vec<Tunable> {
+        self.tun.clone().list(self.variant)
+    }
+
+    fn init(&mut self, sys: &mut Sys) {
+        // The cpu.max period timers run for the whole simulation.
+        for (g, bw) in self.bw.iter().enumerate() {
+            if let Some(bw) = bw {
+                sys.arm_timer(bw.period, TIMER_BANDWIDTH | g as u64);
+            }
+        }
+    }
+
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
+        let info = sys.task(t);
+        let depth = Self::group_depth(&sys.groups, info.group);
+        let custom = info.slice;
+        let se = self.ents.len() as u32;
+        self.ents.push(Ent {
+            weight: task_weight(sys, t),
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            slice: custom.unwrap_or(self.tun.base_slice_ns),
+            custom_slice: custom.is_some(),
+            rel_deadline: false,
+            delayed: false,
+            on_rq: false,
+            sum_exec: 0,
+            prev_sum_exec: 0,
+            key: 0,
+            rq: self.group_rq(info.group, info.cpu),
+            my_rq: NONE,
+            task: t,
+            depth,
+        });
+        if self.task_ent.len() <= t as usize {
+            self.task_ent.resize(t as usize + 1, NONE);
+            self.task_pelt.resize(t as usize + 1, Pelt::default());
+            self.pos.resize(t as usize + 1, NONE);
+        }
+        self.task_ent[t as usize] = se;
+    }
+
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+        // A delayed task is still queued: ttwu_runnable requeues it in place.
+        if self.ents[self.task_ent[t as usize] as usize].delayed {
+            return prev;
+        }
+        select_task_rq(sys, self, t, prev, kind)
+    }
+
+    fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
+        self.enqueue_task(sys, cpu, t, how);
+    }
+
+    fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
+        let se = self.task_ent[t as usize];
+        let rq = self.ents[se as usize].rq;
+        self.list_remove(cpu, t);
+        if self.variant == Variant::Eevdf
+            && why == Dequeue::Sleep
+            && self.tun.features.delay_dequeue
+            && !self.eligible(rq, se)
+        {
+            // DELAY_DEQUEUE: stays in the tree, ineligible, until picked.
+            self.ents[se as usize].delayed = true;
+            self.task_pelt[t as usize].set(sys.now, 0.0);
+            return;
+        }
+        self.dequeue_task_entities(se, true);
+        self.pelt_task(sys, t, false);
+    }
+
+    fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
+        let prev_task = self.running_task(cpu);
+        if let (Some(p), Some(dst)) = (prev_task, self.push_to[cpu as usize].take()) {
+            // Active balance: the stopper pushes the running task away.
+            if sys.task(p).state == TaskState::Runnable && sys.allowed(p, dst) {
+                self.put_prev_chain(sys, p);
+                self.migrate_queued(sys, p, cpu, dst);
+            }
+        }
+        let next = self.pick_task(sys, cpu);
+        let prev_task = self.running_task(cpu);
+        match (prev_task, next) {
+            (Some(p), Some(n)) if p == n => {}
+            (Some(p), Some(n)) => {
+                // put_prev_set_next over the levels where the chains differ.
+                let (mut a, mut b) = (self.task_ent[p as usize], self.task_ent[n as usize]);
+                loop {
+                    if self.ents[a as usize].rq == self.ents[b as usize].rq {
+                        let rq = self.ents[a as usize].rq;
+                        if self.rqs[rq as usize].curr == Some(a) {
+                            self.put_prev_entity(rq, a);
+                            let _ = self.check_runtime(sys, rq);
+                        }
+                        break;
+                    }
+                    let (da, db) = (self.ents[a as usize].depth, self.ents[b as usize].depth);
+                    if da >= db {
+                        let rq = self.ents[a as usize].rq;
+                        if self.rqs[rq as usize].curr == Some(a) {
+                            self.put_prev_entity(rq, a);
+                            let _ = self.check_runtime(sys, rq);
+                        }
+                        a = self.rqs[rq as usize].se;
+                    }
+                    if db >= da {
+                        b = self.rqs[self.ents[b as usize].rq as usize].se;
+                    }
+                    if a == NONE || b == NONE {
+                        break;
+                    }
+                }
+                self.set_next_chain(self.task_ent[n as usize]);
+            }
+            (Some(p), None) => self.put_prev_chain(sys, p),
+            (None, Some(n)) => self.set_next_chain(self.task_ent[n as usize]),
+            (None, None) => {}
+        }
+        if let Some(n) = next {
+            // A throttle found while putting prev back can leave the picked
+            // task's hierarchy throttled: pick again.
+            if self.throttled_hierarchy(self.ents[self.task_ent[n as usize] as usize].rq) {
+                self.put_prev_chain(sys, n);
+                return self.pick_next(sys, cpu);
+            }
+            self.cpu_util[cpu as usize].set(sys.now, 1024.0);
+            self.hrtick_start(sys, cpu, n);
+        }
+        next
+    }
+
+    fn put_prev(&mut self, sys: &mut Sys, _cpu: CpuId, t: TaskId, _runnable: bool) {
+        self.put_prev_chain(sys, t);
+    }
+
+    fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
+        let mut se = self.task_ent[t as usize];
+        let mut resched = false;
+        loop {
+            let rq = self.ents[se as usize].rq;
+            let e = &mut self.ents[se as usize];
+            e.sum_exec += delta;
+            e.vruntime += calc_delta_fair(delta, e.weight) as i64;
+            if self.variant == Variant::Eevdf && self.rqs[rq as usize].curr == Some(se) {
+                let expired = self.update_deadline(se);
+                if self.rqs[rq as usize].nr_queued > 1 && (expired || !self.protect_slice(se)) {
+                    resched = true;
+                }
+            }
+            self.update_min_vruntime(rq);
+            let g = self.rqs[rq as usize].group as usize;
+            if self.bw[g].is_some() {
+                self.rqs[rq as usize].runtime_remaining -= delta as i64;
+                if self.rqs[rq as usize].runtime_remaining <= 0 {
+                    self.assign_runtime(rq);
+                    if self.rqs[rq as usize].runtime_remaining <= 0 {
+                        resched = true;
+                    }
+                }
+            }
+            let up = self.rqs[rq as usize].se;
+            if up == NONE {
+                break;
+            }
+            se = up;
+        }
+        if resched {
+            sys.resched(cpu);
+        }
+    }
+
+    fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
+        if self.variant != Variant::Cfs {
+            return;
+        }
+        // entity_tick -> check_preempt_tick at every level.
+        let mut se = self.task_ent[curr as usize];
+        loop {
+            let rq = self.ents[se as usize].rq;
+            if self.rqs[rq as usize].nr_queued > 1 && self.rqs[rq as usize].curr == Some(se) {
+                let ideal = self.sched_slice(se);
+                let e = &self.ents[se as usize];
+                let ran = e.sum_exec - e.prev_sum_exec;
+                if ran > ideal {
+                    self.clear_buddies(rq, se);
+                    sys.resched(cpu);
+                } else if ran >= self.tun.sched_min_granularity_ns
+                    && let Some(&(_, first)) = self.rqs[rq as usize].tree.first()
+                {
+                    let d = e.vruntime - self.ents[first as usize].vruntime;
+                    if d > ideal as i64 {
+                        sys.resched(cpu);
+                    }
+                }
+            }
+            let up = self.rqs[rq as usize].se;
+            if up == NONE {
+                break;
+            }
+            se = up;
+        }
+    }
+
+    fn wakeup_preempt(&mut self, sys: &mut Sys, _cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
+        let (cp, wp) = (sys.task(curr).policy, sys.task(woken).policy);
+        let pse0 = self.task_ent[woken as usize];
+        if self.throttled_hierarchy(self.ents[pse0 as usize].rq) {
+            return false;
+        }
+        if !self.tun.features.wakeup_preemption {
+            return false;
+        }
+        let curr_idle = cp == SchedPolicy::Idle;
+        let woken_idle = wp == SchedPolicy::Idle;
+        if curr_idle && !woken_idle {
+            return true;
+        }
+        if curr_idle != woken_idle || wp != SchedPolicy::Normal {
+            return false;
+        }
+        let (se, pse) = self.matching(self.task_ent[curr as usize], pse0);
+        let rq = self.ents[se as usize].rq;
+        match self.variant {
+            Variant::Cfs => {
+                let scale = self.rqs[rq as usize].nr_queued as u64 >= self.tun.nr_latency();
+                if self.tun.features.next_buddy && scale {
+                    self.rqs[rq as usize].next = Some(pse);
+                }
+                if self.wakeup_preempt_entity(se, pse) == 1 {
+                    if self.tun.features.last_buddy && scale && self.ents[se as usize].my_rq == NONE
+                    {
+                        self.rqs[rq as usize].last = Some(se);
+                    }
+                    return true;
+                }
+                false
+            }
+            Variant::Eevdf => {
+                if self.rqs[rq as usize].curr != Some(se) {
+                    return false;
+                }
+                let mut preempt_short = false;
+                if self.tun.features.preempt_short {
+                    let (ps, cs) = (&self.ents[pse as usize], &self.ents[se as usize]);
+                    if ps.slice < cs.slice
+                        && self.eligible(rq, pse)
+                        && (ps.deadline < cs.deadline || !self.eligible(rq, se))
+                    {
+                        preempt_short = true;
+                        // cancel_protect_slice
+                        if self.protect_slice(se) {
+                            self.ents[se as usize].vprot = self.ents[se as usize].vruntime;
+                        }
+                    }
+                }
+                let picked = self.pick_eevdf(rq, !preempt_short);
+                picked == Some(pse)
+            }
+        }
+    }
+
+    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        if sys.cpus[cpu as usize].nr_running <= 1 {
+            return;
+        }
+        let se = self.task_ent[t as usize];
+        match self.variant {
+            Variant::Cfs => {
+                // set_skip_buddy at every level.
+                let mut s = se;
+                loop {
+                    let rq = self.ents[s as usize].rq;
+                    self.rqs[rq as usize].skip = Some(s);
+                    let up = self.rqs[rq as usize].se;
+                    if up == NONE {
+                        break;
+                    }
+                    s = up;
+                }
+            }
+            Variant::Eevdf => {
+                let vs = self.vslice(se);
+                self.ents[se as usize].deadline += vs;
+            }
+        }
+    }
+
+    fn balance(&mut self, sys: &mut Sys, cpu: CpuId, _idle: bool) {
+        let mut lb = self.lb.take().expect("balancer present outside balancing");
+        lb.tick(sys, self, cpu);
+        self.lb = Some(lb);
+    }
+
+    fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
+        let mut lb = self.lb.take().expect("balancer present outside balancing");
+        lb.newidle(sys, self, cpu);
+        self.lb = Some(lb);
+    }
+
+    fn timer(&mut self, sys: &mut Sys, token: u64) {
+        if token & TIMER_BANDWIDTH != 0 {
+            let g = (token & !TIMER_BANDWIDTH) as usize;
+            let Some(bw) = self.bw[g].as_mut() else {
+                return;
+            };
+            // sched_cfs_period_timer: refill, then hand runtime to the
+            // throttled cfs_rqs in the order they were throttled.
+            bw.pool = bw.quota;
+            bw.nr_periods += 1;
+            let period = bw.period;
+            let throttled = std::mem::take(&mut bw.throttled);
+            let mut still = Vec::new();
+            for rq in throttled {
+                let bw = self.bw[g].as_mut().expect("checked");
+                let need = (-self.rqs[rq as usize].runtime_remaining + 1) as u64;
+                let give = need.min(bw.pool);
+                bw.pool -= give;
+                self.rqs[rq as usize].runtime_remaining += give as i64;
+                if self.rqs[rq as usize].runtime_remaining > 0 {
+                    self.unthrottle(sys, rq);
+                } else {
+                    still.push(rq);
+                }
+            }
+            self.bw[g]
+                .as_mut()
+                .expect("checked")
+                .throttled
+                .extend(still);
+            sys.arm_timer(sys.now + period, token);
+            return;
+        }
+        let cpu = (token >> 32) as CpuId;
+        if self.hrtick_epoch[cpu as usize] == token as u32 && sys.cpus[cpu as usize].curr.is_some()
+        {
+            sys.resched(cpu);
+        }
+    }
+
+    fn extra_metrics(&self, sys: &Sys) -> Vec<(String, f64)> {
+        let mut out = Vec::new();
+        if let Some(lb) = &self.lb {
+            out.push(("lb_migrations".into(), lb.balanced_moves as f64));
+            out.push(("active_balance_pushes".into(), lb.active_moves as f64));
+        }
+        for (g, bw) in self.bw.iter().enumerate() {
+            if let Some(bw) = bw {
+                let name = &sys.groups[g].name;
+                let mut throttled = bw.throttled_ns;
+                for &rq in &bw.throttled {
+                    throttled += sys.now - self.rqs[rq as usize].throttled_at;
+                }
+                out.push((format!("{name}.nr_periods"), bw.nr_periods as f64));
+                out.push((format!("{name}.nr_throttled"), bw.nr_throttled as f64));
+                out.push((format!("{name}.throttled_usec"), throttled as f64 / 1e3));
+            }
+        }
+        out
+    }
+
+    fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
+        if let Some(v) = self.violations.first() {
+            return Err(v.clone());
+        }
+        for (i, r) in self.rqs.iter().enumerate() {
+            let members: Vec<usize> = self
+                .ents
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.on_rq && e.rq == i as u32)
+                .map(|(j, _)| j)
+                .collect();
+            let load: u64 = members.iter().map(|&j| self.ents[j].weight).sum();
+            if load != r.load || members.len() as u32 != r.nr_queued {
+                return Err(format!(
+                    "cfs_rq {i}: load {} / nr_queued {} but members weigh {load} / count {}",
+                    r.load,
+                    r.nr_queued,
+                    members.len()
+                ));
+            }
+            let in_tree = members
+                .iter()
+                .filter(|&&j| r.curr != Some(j as u32))
+                .count();
+            if in_tree != r.tree.len() {
+                return Err(format!(
+                    "cfs_rq {i}: tree holds {} of {in_tree} queued entities",
+                    r.tree.len()
+                ));
+            }
+            let (mut swv, mut sw) = (0i128, 0i64);
+            for &(_, s) in &r.tree {
+                let e = &self.ents[s as usize];
+                swv += (e.vruntime - r.min_vruntime) as i128 * e.weight as i128;
+                sw += e.weight as i64;
+            }
+            if swv != r.sum_wv || sw != r.sum_w {
+                return Err(format!("cfs_rq {i}: avg_vruntime sums drifted"));
+            }
+        }
+        for (t, &se) in self.task_ent.iter().enumerate() {
+            if se == NONE {
+                continue;
+            }
+            let e = &self.ents[se as usize];
+            let state = sys.task(t as TaskId).state;
+            let runnable = matches!(state, TaskState::Runnable | TaskState::Running);
+            if runnable != (e.on_rq && !e.delayed) {
+                return Err(format!(
+                    "task {t} is {state:?} but its entity on_rq={} delayed={}",
+                    e.on_rq, e.delayed
+                ));
+            }
+            if runnable && self.rqs[e.rq as usize].cpu != sys.task(t as TaskId).cpu {
+                return Err(format!("task {t} is queued on another CPU's cfs_rq"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Fair {
+    fn running_task(&self, cpu: CpuId) -> Option<TaskId> {
+        let mut rq = self.root(cpu);
+        loop {
+            let se = self.rqs[rq as usize].curr?;
+            let e = &self.ents[se as usize];
+            if e.my_rq == NONE {
+                return Some(e.task);
+            }
+            rq = e.my_rq;
+        }
+    }
+
+    /// Real-time rescaling check used by tests: the slice CFS gives `t` now.
+    pub fn slice_of(&self, t: TaskId) -> u64 {
+        self.sched_slice(self.task_ent[t as usize])
+    }
+}

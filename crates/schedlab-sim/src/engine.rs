@@ -1,0 +1,1010 @@
+//! The discrete-event simulator: one clock, one event queue ordered by
+//! (time, sequence) so a run is deterministic, the task programs, the CPUs
+//! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, and all
+//! accounting. Scheduling decisions are the policy's; the engine only asks.
+
+use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
+use crate::report::{
+    CpuReport, Hist, Report, SCHEMA_VERSION, SpecReport, TaskReport, Totals, jain_index,
+};
+use crate::rt::{RtClass, rt_prio};
+use crate::time::Nanos;
+use crate::topology::CpuId;
+use crate::workload::{ChanId, Op, SchedPolicy, TaskSpecId, Workload};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(
+        "task '{task}' ran {limit} program steps without letting time pass: give its loops a run, sleep or wait"
+    )]
+    Runaway { task: String, limit: u64 },
+    #[error("{0}")]
+    Invariant(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    /// A task from the workload file reaches its start time.
+    Start(TaskId),
+    /// A sleeping task's timer expires; the generation guards against stale
+    /// events.
+    Wake(TaskId, u32),
+    /// The running task's burst ends (generation of the CPU's current run).
+    BurstEnd(CpuId, u32),
+    Tick(CpuId, u32),
+    /// An idle CPU, kicked, comes out of idle and picks.
+    IdleExit(CpuId),
+    PolicyTimer(u64),
+}
+
+/// What an observer (trace writer, invariant checker) is told.
+#[derive(Clone, Copy, Debug)]
+pub enum TraceEvent {
+    Switch {
+        cpu: CpuId,
+        prev: Option<TaskId>,
+        prev_state: TaskState,
+        next: Option<TaskId>,
+    },
+    Wakeup {
+        task: TaskId,
+        cpu: CpuId,
+        new: bool,
+    },
+    Migrate {
+        task: TaskId,
+        from: CpuId,
+        to: CpuId,
+    },
+}
+
+pub trait Observer {
+    fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent);
+}
+
+#[derive(Default)]
+struct Prog {
+    pc: u32,
+    loops: Vec<(u32, u64)>,
+    /// CPU time left in the current burst.
+    remaining: Nanos,
+    /// Part of `remaining` that is cache-cold penalty, not asked-for work.
+    penalty: Nanos,
+    timer_next: Option<Nanos>,
+    sleep_epoch: u32,
+    /// Intended wakeup time, to measure wakeup latency at the next run.
+    woke_at: Option<Nanos>,
+    runnable_since: Nanos,
+    last_exec_cpu: Option<CpuId>,
+    rng: Option<Pcg64Mcg>,
+}
+
+#[derive(Default)]
+struct TaskStats {
+    created: Nanos,
+    exited: Option<Nanos>,
+    run_delay: Nanos,
+    wakeups: u64,
+    lat_sum: Nanos,
+    lat_max: Nanos,
+    voluntary: u64,
+    involuntary: u64,
+    migrations: u64,
+    work: Nanos,
+    runs_done: u64,
+}
+
+#[derive(Default, Clone)]
+struct CpuRun {
+    /// Bumped whenever `curr` changes, invalidating queued BurstEnd events.
+    epoch: u32,
+    tick_epoch: u32,
+    tick_armed: bool,
+    /// When the switch to `curr` began, and when `curr` starts executing
+    /// (after the switch cost).
+    switch_at: Nanos,
+    exec_start: Nanos,
+    last_sync: Nanos,
+    waking: bool,
+    idle_since: Option<Nanos>,
+    idle_ns: Nanos,
+    overhead_ns: Nanos,
+}
+
+struct Chan {
+    tokens: u64,
+    waiters: VecDeque<TaskId>,
+}
+
+/// Spread of tick arrival times within one jiffy across CPUs.
+const TICK_JITTER_NS: u64 = 4_000;
+
+fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64) -> u64 {
+    // splitmix64 of (seed, cpu, jiffy): cheap, stateless, deterministic.
+    let mut z = seed
+        ^ (cpu as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        ^ jiffy.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % TICK_JITTER_NS
+}
+
+/// Limits a run's bookkeeping; defaults suit the CLI.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Check the policy's and the engine's invariants after every event
+    /// (slow; for tests).
+    pub check_invariants: bool,
+    /// Program steps a task may take without time passing.
+    pub runaway_limit: u64,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            check_invariants: false,
+            runaway_limit: 1_000_000,
+        }
+    }
+}
+
+pub struct Engine<'w> {
+    w: &'w Workload,
+    pub sys: Sys,
+    policy: Box<dyn Policy + 'w>,
+    rt: RtClass,
+    queue: BinaryHeap<Reverse<(Nanos, u64, Kind)>>,
+    seq: u64,
+    progs: Vec<Prog>,
+    stats: Vec<TaskStats>,
+    cpu_run: Vec<CpuRun>,
+    chans: Vec<Chan>,
+    spec_lat: Vec<Hist>,
+    spec_rps: Vec<Hist>,
+    alive: u64,
+    events: u64,
+    switches: u64,
+    last_exit: Nanos,
+    opts: EngineOptions,
+    observer: Option<&'w mut dyn Observer>,
+    error: Option<SimError>,
+}
+
+impl<'w> Engine<'w> {
+    pub fn new(w: &'w Workload, policy: Box<dyn Policy + 'w>, opts: EngineOptions) -> Engine<'w> {
+        let nr_cpus = w.nr_cpus();
+        let sys = Sys::new(
+            w.machine.topology.clone(),
+            w.machine.tick_ns(),
+            w.groups.clone(),
+        );
+        let mut e = Engine {
+            w,
+            sys,
+            policy,
+            rt: RtClass::new(nr_cpus),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            progs: Vec::new(),
+            stats: Vec::new(),
+            cpu_run: vec![
+                CpuRun {
+                    idle_since: Some(0),
+                    ..CpuRun::default()
+                };
+                nr_cpus as usize
+            ],
+            chans: w
+                .channels
+                .iter()
+                .map(|_| Chan {
+                    tokens: 0,
+                    waiters: VecDeque::new(),
+                })
+                .collect(),
+            spec_lat: vec![Hist::default(); w.tasks.len()],
+            spec_rps: vec![Hist::default(); w.tasks.len()],
+            alive: 0,
+            events: 0,
+            switches: 0,
+            last_exit: 0,
+            opts,
+            observer: None,
+            error: None,
+        };
+        e.policy.init(&mut e.sys);
+        let mut start_rng = Pcg64Mcg::seed_from_u64(w.seed ^ 0x5eed_57a7);
+        for (spec_id, spec) in w.tasks.iter().enumerate() {
+            if spec.template {
+                continue;
+            }
+            for _ in 0..spec.count {
+                let t = e.create_task(spec_id as TaskSpecId, None);
+                let at = spec.start.sample(&mut start_rng);
+                e.push(at, Kind::Start(t));
+            }
+        }
+        e
+    }
+
+    pub fn with_observer(mut self, obs: &'w mut dyn Observer) -> Self {
+        self.observer = Some(obs);
+        self
+    }
+
+    fn push(&mut self, at: Nanos, kind: Kind) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq, kind)));
+    }
+
+    fn observe(&mut self, ev: TraceEvent) {
+        if let Some(obs) = self.observer.as_mut() {
+            obs.event(self.sys.now, &self.sys, ev);
+        }
+    }
+
+    fn create_task(&mut self, spec_id: TaskSpecId, parent: Option<TaskId>) -> TaskId {
+        let spec = &self.w.tasks[spec_id as usize];
+        let t = self.sys.tasks.len() as TaskId;
+        self.sys.tasks.push(TaskInfo {
+            spec: spec_id,
+            nice: spec.nice,
+            policy: spec.policy,
+            affinity: spec.affinity.clone(),
+            group: spec.group,
+            slice: spec.slice,
+            parent,
+            state: TaskState::New,
+            cpu: parent.map_or(0, |p| self.sys.tasks[p as usize].cpu),
+            sum_exec: 0,
+            last_ran: 0,
+            slept_at: 0,
+            last_sleep_len: 0,
+        });
+        // A stream per task, so a task draws the same durations whatever
+        // order the scheduler runs things in.
+        let rng = Pcg64Mcg::seed_from_u64(
+            self.w.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
+        );
+        self.progs.push(Prog {
+            rng: Some(rng),
+            ..Prog::default()
+        });
+        self.stats.push(TaskStats::default());
+        self.policy.task_new(&mut self.sys, t, parent);
+        t
+    }
+
+    /// Runs the workload to its duration (or until every task exited).
+    pub fn run(mut self) -> Result<Report, SimError> {
+        let end = self.w.duration;
+        while let Some(Reverse((at, _, kind))) = self.queue.pop() {
+            if at > end {
+                break;
+            }
+            self.sys.now = at;
+            self.events += 1;
+            self.handle(kind);
+            self.drain_requests();
+            if let Some(err) = self.error.take() {
+                return Err(err);
+            }
+            if self.opts.check_invariants {
+                self.check_invariants()?;
+            }
+            if self.alive == 0
+                && self
+                    .queue
+                    .iter()
+                    .all(|Reverse((_, _, k))| !matches!(k, Kind::Start(_)))
+            {
+                break;
+            }
+        }
+        let finished = self.alive == 0;
+        let stop = if finished { self.last_exit } else { end };
+        self.sys.now = stop.max(self.sys.now.min(end));
+        let stop = self.sys.now;
+        for cpu in 0..self.sys.nr_cpus {
+            self.sync(cpu);
+        }
+        Ok(self.report(stop, finished))
+    }
+
+    fn handle(&mut self, kind: Kind) {
+        match kind {
+            Kind::Start(t) => self.wake(t, None, true),
+            Kind::Wake(t, epoch) => {
+                if self.progs[t as usize].sleep_epoch == epoch
+                    && self.sys.tasks[t as usize].state == TaskState::Sleeping
+                {
+                    self.wake(t, None, false);
+                }
+            }
+            Kind::BurstEnd(cpu, epoch) => {
+                if self.cpu_run[cpu as usize].epoch == epoch {
+                    self.burst_end(cpu);
+                }
+            }
+            Kind::Tick(cpu, epoch) => {
+                if self.cpu_run[cpu as usize].tick_epoch == epoch {
+                    self.tick(cpu);
+                }
+            }
+            Kind::IdleExit(cpu) => {
+                self.cpu_run[cpu as usize].waking = false;
+                if self.sys.cpus[cpu as usize].curr.is_none() {
+                    self.schedule(cpu);
+                }
+            }
+            Kind::PolicyTimer(token) => self.policy.timer(&mut self.sys, token),
+        }
+    }
+
+    /// Apply what the policy asked for: timers and reschedules.
+    fn drain_requests(&mut self) {
+        loop {
+            for (at, token) in std::mem::take(&mut self.sys.timers) {
+                self.push(at, Kind::PolicyTimer(token));
+            }
+            let Some(cpu) = self.sys.resched.pop() else {
+                break;
+            };
+            self.sys.resched_mask[cpu as usize] = false;
+            if self.sys.cpus[cpu as usize].curr.is_some() {
+                self.schedule(cpu);
+            } else if !self.cpu_run[cpu as usize].waking {
+                self.cpu_run[cpu as usize].waking = true;
+                let at = self.sys.now + self.w.machine.costs.idle_exit;
+                self.push(at, Kind::IdleExit(cpu));
+            }
+        }
+    }
+
+    /// update_curr: charge the running task for the time since last sync.
+    fn sync(&mut self, cpu: CpuId) {
+        let Some(t) = self.sys.cpus[cpu as usize].curr else {
+            return;
+        };
+        let now = self.sys.now;
+        let run = &mut self.cpu_run[cpu as usize];
+        let from = run.last_sync.max(run.exec_start);
+        if now <= from {
+            return;
+        }
+        let delta = now - from;
+        run.last_sync = now;
+        let prog = &mut self.progs[t as usize];
+        let done = delta.min(prog.remaining);
+        prog.remaining -= done;
+        let from_penalty = done.min(prog.penalty);
+        prog.penalty -= from_penalty;
+        self.stats[t as usize].work += done - from_penalty;
+        self.sys.tasks[t as usize].sum_exec += delta;
+        if !self.sys.tasks[t as usize].policy.is_rt() {
+            self.policy.account(&mut self.sys, cpu, t, delta);
+        }
+    }
+
+    fn is_rt(&self, t: TaskId) -> bool {
+        self.sys.tasks[t as usize].policy.is_rt()
+    }
+
+    fn wake(&mut self, t: TaskId, waker: Option<TaskId>, new: bool) {
+        let now = self.sys.now;
+        let prev = self.sys.tasks[t as usize].cpu;
+        let kind = if new {
+            WakeKind::New
+        } else {
+            WakeKind::Wakeup {
+                waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu),
+                sync: waker.is_some(),
+            }
+        };
+        {
+            let info = &mut self.sys.tasks[t as usize];
+            if !new {
+                info.last_sleep_len = now - info.slept_at;
+            }
+        }
+        let prio = rt_prio(self.sys.tasks[t as usize].policy);
+        let cpu = match prio {
+            Some(p) => self.rt.select_cpu(&self.sys, t, prev, p),
+            None => self.policy.select_cpu(&mut self.sys, t, prev, kind),
+        };
+        debug_assert!(
+            self.sys.allowed(t, cpu),
+            "select_cpu chose a CPU outside the task's affinity"
+        );
+        if new {
+            self.alive += 1;
+            self.stats[t as usize].created = now;
+        } else {
+            self.stats[t as usize].wakeups += 1;
+        }
+        if cpu != prev && !new {
+            self.sys.migrations += 1;
+            self.stats[t as usize].migrations += 1;
+            self.observe(TraceEvent::Migrate {
+                task: t,
+                from: prev,
+                to: cpu,
+            });
+        }
+        let info = &mut self.sys.tasks[t as usize];
+        info.cpu = cpu;
+        info.state = TaskState::Runnable;
+        self.sys.cpus[cpu as usize].nr_running += 1;
+        let prog = &mut self.progs[t as usize];
+        prog.runnable_since = now;
+        // Wakeup latency counts wakeups from sleep, as cyclictest does; a
+        // new task's first run is run delay, not a wakeup.
+        if !new && prog.woke_at.is_none() {
+            prog.woke_at = Some(now);
+        }
+        match prio {
+            Some(p) => {
+                self.sys.cpus[cpu as usize].nr_rt += 1;
+                self.rt.enqueue(cpu, t, p);
+            }
+            None => {
+                let how = if new { Enqueue::New } else { Enqueue::Wakeup };
+                self.policy.enqueue(&mut self.sys, cpu, t, how);
+            }
+        }
+        self.observe(TraceEvent::Wakeup { task: t, cpu, new });
+        self.check_preempt(cpu, t);
+    }
+
+    fn check_preempt(&mut self, cpu: CpuId, woken: TaskId) {
+        let Some(curr) = self.sys.cpus[cpu as usize].curr else {
+            self.sys.resched(cpu);
+            return;
+        };
+        let preempt = match (
+            rt_prio(self.sys.tasks[woken as usize].policy),
+            rt_prio(self.sys.tasks[curr as usize].policy),
+        ) {
+            (Some(w), Some(c)) => w > c,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => {
+                self.sync(cpu);
+                self.policy.wakeup_preempt(&mut self.sys, cpu, curr, woken)
+            }
+        };
+        if preempt {
+            self.sys.resched(cpu);
+        }
+    }
+
+    fn tick(&mut self, cpu: CpuId) {
+        let run = &mut self.cpu_run[cpu as usize];
+        run.tick_armed = false;
+        let Some(curr) = self.sys.cpus[cpu as usize].curr else {
+            return;
+        };
+        self.sync(cpu);
+        let policy = self.sys.tasks[curr as usize].policy;
+        if policy.is_rt() {
+            if self.rt.tick(cpu, curr, policy, self.sys.tick_ns) {
+                self.sys.resched(cpu);
+            }
+        } else {
+            self.policy.tick(&mut self.sys, cpu, curr);
+        }
+        self.policy.balance(&mut self.sys, cpu, false);
+        self.arm_tick(cpu);
+    }
+
+    fn arm_tick(&mut self, cpu: CpuId) {
+        let tick = self.sys.tick_ns;
+        let run = &mut self.cpu_run[cpu as usize];
+        if run.tick_armed {
+            return;
+        }
+        run.tick_armed = true;
+        run.tick_epoch = run.tick_epoch.wrapping_add(1);
+        // Ticks fall on jiffy boundaries on every CPU (sched_skew_tick=0),
+        // but interrupts of one jiffy reach the CPUs in no fixed order: a
+        // seeded jitter of up to TICK_JITTER_NS keeps the CPU numbering from
+        // deciding who balances first.
+        let jiffy = self.sys.now / tick + 1;
+        let at = jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy);
+        let epoch = run.tick_epoch;
+        self.push(at, Kind::Tick(cpu, epoch));
+    }
+
+    fn burst_end(&mut self, cpu: CpuId) {
+        self.sync(cpu);
+        let Some(t) = self.sys.cpus[cpu as usize].curr else {
+            return;
+        };
+        let prog = &self.progs[t as usize];
+        if prog.remaining > 0 {
+            let at = self.sys.now + prog.remaining;
+            let epoch = self.cpu_run[cpu as usize].epoch;
+            self.push(at, Kind::BurstEnd(cpu, epoch));
+            return;
+        }
+        self.advance(cpu, t);
+    }
+
+    /// Interpret the running task's program until it needs CPU time, blocks
+    /// or exits.
+    fn advance(&mut self, cpu: CpuId, t: TaskId) {
+        let spec = &self.w.tasks[self.sys.tasks[t as usize].spec as usize];
+        let program = &spec.program;
+        let now = self.sys.now;
+        let mut steps = 0u64;
+        loop {
+            steps += 1;
+            if steps > self.opts.runaway_limit {
+                self.error = Some(SimError::Runaway {
+                    task: spec.name.clone(),
+                    limit: self.opts.runaway_limit,
+                });
+                return;
+            }
+            let prog = &mut self.progs[t as usize];
+            let Some(op) = program.get(prog.pc as usize) else {
+                self.exit(cpu, t);
+                return;
+            };
+            prog.pc += 1;
+            match op {
+                Op::Run(d) => {
+                    let rng = prog.rng.as_mut().expect("every task has its stream");
+                    let burst = d.sample(rng);
+                    if burst == 0 {
+                        continue;
+                    }
+                    prog.remaining += burst;
+                    self.stats[t as usize].runs_done += 1;
+                    let at = now + prog.remaining;
+                    let epoch = self.cpu_run[cpu as usize].epoch;
+                    self.push(at, Kind::BurstEnd(cpu, epoch));
+                    return;
+                }
+                Op::Sleep(d) => {
+                    let rng = prog.rng.as_mut().expect("every task has its stream");
+                    let len = d.sample(rng);
+                    self.block(cpu, t, Some(now + len));
+                    return;
+                }
+                Op::Timer(period) => {
+                    let mut next = prog.timer_next.map_or(now + period, |n| n + period);
+                    if next <= now {
+                        // Overrun: skip to the next period ahead, as a
+                        // periodic timer with missed expiries would.
+                        next += (now - next) / period * period + period;
+                    }
+                    prog.timer_next = Some(next);
+                    self.block(cpu, t, Some(next));
+                    return;
+                }
+                Op::Wait(ch) => {
+                    let chan = &mut self.chans[*ch as usize];
+                    if chan.tokens > 0 {
+                        chan.tokens -= 1;
+                        continue;
+                    }
+                    chan.waiters.push_back(t);
+                    self.block(cpu, t, None);
+                    return;
+                }
+                Op::Signal(ch) => self.signal(t, *ch),
+                Op::Yield => {
+                    prog.remaining = self.w.machine.costs.syscall.max(1);
+                    if self.is_rt(t) {
+                        self.rt.requeue_tail(cpu, t);
+                    } else {
+                        self.policy.yield_task(&mut self.sys, cpu, t);
+                    }
+                    let at = now + self.progs[t as usize].remaining;
+                    let epoch = self.cpu_run[cpu as usize].epoch;
+                    self.push(at, Kind::BurstEnd(cpu, epoch));
+                    self.sys.resched(cpu);
+                    return;
+                }
+                Op::Fork(spec_id) => {
+                    let child = self.create_task(*spec_id, Some(t));
+                    self.wake(child, Some(t), true);
+                }
+                Op::Exit => {
+                    self.exit(cpu, t);
+                    return;
+                }
+                Op::LoopStart { count, end } => {
+                    match count {
+                        Some(n) => prog.loops.push((prog.pc - 1, *n)),
+                        None => prog.loops.push((prog.pc - 1, u64::MAX)),
+                    }
+                    let _ = end;
+                }
+                Op::LoopEnd { start } => {
+                    let (s, left) = prog.loops.last_mut().expect("LoopEnd pairs with LoopStart");
+                    debug_assert_eq!(*s, *start);
+                    if *left != u64::MAX {
+                        *left -= 1;
+                    }
+                    if *left == 0 {
+                        prog.loops.pop();
+                    } else {
+                        prog.pc = *start + 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn signal(&mut self, waker: TaskId, ch: ChanId) {
+        let chan = &mut self.chans[ch as usize];
+        match chan.waiters.pop_front() {
+            Some(t) => self.wake(t, Some(waker), false),
+            None => chan.tokens += 1,
+        }
+    }
+
+    fn block(&mut self, cpu: CpuId, t: TaskId, until: Option<Nanos>) {
+        let now = self.sys.now;
+        self.dequeue_running(cpu, t, Dequeue::Sleep);
+        let info = &mut self.sys.tasks[t as usize];
+        info.state = TaskState::Sleeping;
+        info.slept_at = now;
+        let prog = &mut self.progs[t as usize];
+        prog.sleep_epoch = prog.sleep_epoch.wrapping_add(1);
+        if let Some(at) = until {
+            let epoch = prog.sleep_epoch;
+            self.push(at, Kind::Wake(t, epoch));
+        }
+        self.schedule(cpu);
+    }
+
+    fn exit(&mut self, cpu: CpuId, t: TaskId) {
+        self.dequeue_running(cpu, t, Dequeue::Exit);
+        self.sys.tasks[t as usize].state = TaskState::Exited;
+        self.stats[t as usize].exited = Some(self.sys.now);
+        self.alive -= 1;
+        self.last_exit = self.sys.now;
+        self.schedule(cpu);
+    }
+
+    fn dequeue_running(&mut self, cpu: CpuId, t: TaskId, why: Dequeue) {
+        self.sync(cpu);
+        self.sys.cpus[cpu as usize].nr_running -= 1;
+        if self.is_rt(t) {
+            self.sys.cpus[cpu as usize].nr_rt -= 1;
+            self.rt.dequeue(cpu, t);
+        } else {
+            self.policy.dequeue(&mut self.sys, cpu, t, why);
+        }
+    }
+
+    /// __schedule(): put the current task back, pick the next, switch.
+    fn schedule(&mut self, cpu: CpuId) {
+        let now = self.sys.now;
+        let prev = self.sys.cpus[cpu as usize].curr;
+        let mut prev_state = TaskState::Exited;
+        if let Some(p) = prev {
+            self.sync(cpu);
+            prev_state = self.sys.tasks[p as usize].state;
+            if prev_state == TaskState::Running {
+                self.sys.tasks[p as usize].state = TaskState::Runnable;
+            }
+            self.sys.cpus[cpu as usize].curr = None;
+        }
+        let next = self.pick(cpu, prev);
+        if let Some(t) = next.filter(|_| next == prev) {
+            self.sys.tasks[t as usize].state = TaskState::Running;
+            self.sys.cpus[cpu as usize].curr = next;
+            return;
+        }
+        let run = &mut self.cpu_run[cpu as usize];
+        run.epoch = run.epoch.wrapping_add(1);
+        if let Some(p) = prev {
+            // Switch-out bookkeeping for the task leaving the CPU.
+            let exec_start = run.exec_start;
+            let switch_at = run.switch_at;
+            run.overhead_ns += exec_start.min(now) - switch_at;
+            let ran = now.saturating_sub(exec_start);
+            let info = &mut self.sys.tasks[p as usize];
+            info.last_ran = now;
+            let stats = &mut self.stats[p as usize];
+            if prev_state == TaskState::Running {
+                stats.involuntary += 1;
+                self.progs[p as usize].runnable_since = now;
+            } else {
+                stats.voluntary += 1;
+            }
+            self.spec_rps[info.spec as usize].record(ran);
+            self.switches += 1;
+        }
+        self.observe(TraceEvent::Switch {
+            cpu,
+            prev,
+            prev_state: if prev_state == TaskState::Running {
+                TaskState::Runnable
+            } else {
+                prev_state
+            },
+            next,
+        });
+        let run = &mut self.cpu_run[cpu as usize];
+        match next {
+            None => {
+                run.idle_since = Some(now);
+            }
+            Some(t) => {
+                if let Some(since) = run.idle_since.take() {
+                    run.idle_ns += now - since;
+                }
+                let cs = self.w.machine.costs.context_switch;
+                run.switch_at = now;
+                run.exec_start = now + cs;
+                run.last_sync = now + cs;
+                let exec_start = run.exec_start;
+                let epoch = run.epoch;
+                self.sys.cpus[cpu as usize].curr = Some(t);
+                let info = &mut self.sys.tasks[t as usize];
+                info.state = TaskState::Running;
+                info.last_ran = exec_start;
+                let spec = info.spec;
+                let prog = &mut self.progs[t as usize];
+                let stats = &mut self.stats[t as usize];
+                stats.run_delay += exec_start - prog.runnable_since.min(exec_start);
+                if let Some(w) = prog.woke_at.take() {
+                    let lat = exec_start - w.min(exec_start);
+                    stats.lat_sum += lat;
+                    stats.lat_max = stats.lat_max.max(lat);
+                    self.spec_lat[spec as usize].record(lat);
+                }
+                if let Some(last) = prog.last_exec_cpu.filter(|&l| l != cpu) {
+                    {
+                        let m = self.w.machine.costs.migration;
+                        let cost = if self.sys.topology.share_cache(last, cpu) {
+                            m
+                        } else {
+                            2 * m
+                        };
+                        prog.remaining += cost;
+                        prog.penalty += cost;
+                    }
+                }
+                prog.last_exec_cpu = Some(cpu);
+                let at = exec_start + prog.remaining;
+                self.push(at, Kind::BurstEnd(cpu, epoch));
+                self.arm_tick(cpu);
+            }
+        }
+    }
+
+    /// pick_next_task: the rt class first, then the policy. The policy puts
+    /// a fair `prev` back itself, after choosing with it still current (as
+    /// pick_task_fair then put_prev_set_next_task do); when rt work wins,
+    /// the engine asks the policy to put it back.
+    fn pick(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+        if !self.rt.is_empty(cpu) {
+            // Local rt work: no pull.
+        } else if let Some((t, from)) = self.rt.find_pull(&self.sys, cpu) {
+            {
+                self.rt.dequeue(from, t);
+                self.sys.cpus[from as usize].nr_rt -= 1;
+                self.sys.cpus[cpu as usize].nr_rt += 1;
+                let prio =
+                    rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
+                self.sys.migrate(t, cpu);
+                self.stats[t as usize].migrations += 1;
+                self.observe(TraceEvent::Migrate {
+                    task: t,
+                    from,
+                    to: cpu,
+                });
+                self.rt.enqueue(cpu, t, prio);
+            }
+        }
+        if let Some(t) = self.rt.pick(cpu) {
+            if let Some(p) = prev.filter(|&p| !self.is_rt(p)) {
+                let runnable = self.sys.tasks[p as usize].state == TaskState::Runnable;
+                self.policy.put_prev(&mut self.sys, cpu, p, runnable);
+            }
+            return Some(t);
+        }
+        if let Some(t) = self.policy.pick_next(&mut self.sys, cpu) {
+            return Some(t);
+        }
+        self.policy.newidle_balance(&mut self.sys, cpu);
+        self.policy.pick_next(&mut self.sys, cpu)
+    }
+
+    fn check_invariants(&self) -> Result<(), SimError> {
+        let mut running_on = vec![None; self.sys.tasks.len()];
+        for (cpu, info) in self.sys.cpus.iter().enumerate() {
+            if let Some(t) = info.curr {
+                if let Some(other) = running_on[t as usize] {
+                    return Err(SimError::Invariant(format!(
+                        "task {t} runs on CPU {other} and CPU {cpu}"
+                    )));
+                }
+                running_on[t as usize] = Some(cpu);
+                let task = &self.sys.tasks[t as usize];
+                if task.state != TaskState::Running || task.cpu != cpu as CpuId {
+                    return Err(SimError::Invariant(format!(
+                        "CPU {cpu} runs task {t} whose state is {:?} on CPU {}",
+                        task.state, task.cpu
+                    )));
+                }
+                if !self.sys.allowed(t, cpu as CpuId) {
+                    return Err(SimError::Invariant(format!(
+                        "task {t} runs on CPU {cpu} outside its affinity"
+                    )));
+                }
+            }
+        }
+        let mut counts = vec![0u32; self.sys.nr_cpus as usize];
+        for (t, task) in self.sys.tasks.iter().enumerate() {
+            match task.state {
+                TaskState::Running if running_on[t].is_none() => {
+                    return Err(SimError::Invariant(format!(
+                        "task {t} is Running but on no CPU"
+                    )));
+                }
+                TaskState::Runnable | TaskState::Running => counts[task.cpu as usize] += 1,
+                _ => {}
+            }
+        }
+        for (cpu, info) in self.sys.cpus.iter().enumerate() {
+            if counts[cpu] != info.nr_running {
+                return Err(SimError::Invariant(format!(
+                    "CPU {cpu} counts {} runnable tasks but {} are assigned to it",
+                    info.nr_running, counts[cpu]
+                )));
+            }
+        }
+        self.policy
+            .check_invariants(&self.sys)
+            .map_err(SimError::Invariant)
+    }
+
+    fn report(mut self, stop: Nanos, finished: bool) -> Report {
+        let w = self.w;
+        let mut per_cpu = Vec::new();
+        let (mut busy_total, mut idle_total) = (0, 0);
+        for (cpu, run) in self.cpu_run.iter_mut().enumerate() {
+            if let Some(since) = run.idle_since.take() {
+                run.idle_ns += stop - since.min(stop);
+            }
+            if self.sys.cpus[cpu].curr.is_some() {
+                run.overhead_ns += run.exec_start.min(stop) - run.switch_at.min(stop);
+            }
+            let busy = stop - run.idle_ns;
+            busy_total += busy;
+            idle_total += run.idle_ns;
+            per_cpu.push(CpuReport {
+                cpu: cpu as u32,
+                busy_ns: busy,
+                idle_ns: run.idle_ns,
+                switch_overhead_ns: run.overhead_ns,
+            });
+        }
+        let secs = stop.max(1) as f64 / 1e9;
+        let mut tasks = Vec::with_capacity(self.sys.tasks.len());
+        let (mut vol, mut invol, mut work, mut runs) = (0, 0, 0, 0);
+        let mut full_life = Vec::new();
+        for (t, info) in self.sys.tasks.iter().enumerate() {
+            let s = &self.stats[t];
+            if info.state == TaskState::New {
+                continue;
+            }
+            let spec = &w.tasks[info.spec as usize];
+            let life = s.exited.unwrap_or(stop).saturating_sub(s.created).max(1);
+            vol += s.voluntary;
+            invol += s.involuntary;
+            work += s.work;
+            runs += s.runs_done;
+            if s.created == 0 && s.exited.is_none() {
+                full_life.push(info.sum_exec as f64);
+            }
+            tasks.push(TaskReport {
+                name: if spec.count > 1 || spec.template {
+                    format!("{}-{}", spec.name, t)
+                } else {
+                    spec.name.clone()
+                },
+                spec: info.spec,
+                cpu_time_ns: info.sum_exec,
+                cpu_share_pct: info.sum_exec as f64 * 100.0 / life as f64,
+                run_delay_ns: s.run_delay,
+                wakeups: s.wakeups,
+                wakeup_latency_avg_ns: (s.wakeups > 0).then(|| s.lat_sum / s.wakeups.max(1)),
+                wakeup_latency_max_ns: (s.wakeups > 0).then_some(s.lat_max),
+                voluntary_switches: s.voluntary,
+                involuntary_switches: s.involuntary,
+                migrations: s.migrations,
+                exited_at_ns: s.exited,
+            });
+        }
+        let mut all_lat = Hist::default();
+        let mut all_rps = Hist::default();
+        let mut specs = Vec::new();
+        for (i, spec) in w.tasks.iter().enumerate() {
+            all_lat.merge(&self.spec_lat[i]);
+            all_rps.merge(&self.spec_rps[i]);
+            let shares: Vec<f64> = tasks
+                .iter()
+                .filter(|t| t.spec == i as u32)
+                .map(|t| t.cpu_share_pct)
+                .collect();
+            if shares.is_empty() {
+                continue;
+            }
+            specs.push(SpecReport {
+                name: spec.name.clone(),
+                tasks: shares.len() as u64,
+                cpu_share_min_pct: shares.iter().cloned().fold(f64::INFINITY, f64::min),
+                cpu_share_avg_pct: shares.iter().sum::<f64>() / shares.len() as f64,
+                cpu_share_max_pct: shares.iter().cloned().fold(0.0, f64::max),
+                wakeup_latency: self.spec_lat[i].summary(),
+                runtime_per_switch: self.spec_rps[i].summary(),
+            });
+        }
+        let mut tunables: Vec<(String, i64)> = self
+            .policy
+            .tunables()
+            .into_iter()
+            .map(|t| (t.name.to_string(), t.value))
+            .collect();
+        tunables.sort();
+        Report {
+            schema_version: SCHEMA_VERSION,
+            source: "simulated".into(),
+            scheduler: self.policy.name().into(),
+            workload: w.name.clone(),
+            seed: w.seed,
+            cpus: self.sys.nr_cpus,
+            hz: w.machine.hz,
+            duration_ns: stop,
+            tunables,
+            totals: Totals {
+                context_switches: self.switches,
+                context_switches_per_sec: self.switches as f64 / secs,
+                voluntary_switches: vol,
+                involuntary_switches: invol,
+                migrations: self.sys.migrations,
+                jain_fairness: jain_index(&full_life),
+                work_done_ns: work,
+                throughput_runs_per_sec: runs as f64 / secs,
+                makespan_ns: finished.then_some(stop),
+                busy_ns: busy_total,
+                idle_ns: idle_total,
+                utilization_pct: busy_total as f64 * 100.0
+                    / (stop.max(1) as f64 * self.sys.nr_cpus as f64),
+                events: self.events,
+            },
+            wakeup_latency: all_lat.summary(),
+            runtime_per_switch: all_rps.summary(),
+            specs,
+            tasks,
+            per_cpu,
+            extra: self.policy.extra_metrics(&self.sys),
+            absent: Vec::new(),
+        }
+    }
+}
+
+impl SchedPolicy {
+    /// The name sched_setscheduler(2) and chrt use.
+    pub fn label(self) -> &'static str {
+        match self {
+            SchedPolicy::Normal => "SCHED_NORMAL",
+            SchedPolicy::Batch => "SCHED_BATCH",
+            SchedPolicy::Idle => "SCHED_IDLE",
+            SchedPolicy::Fifo(_) => "SCHED_FIFO",
+            SchedPolicy::Rr(_) => "SCHED_RR",
+        }
+    }
+}

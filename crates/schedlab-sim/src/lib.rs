@@ -1,0 +1,20 @@
+//! schedlab's simulator: workloads, the discrete-event engine, the
+//! interface scheduling policies implement, and the report every run fills.
+
+pub mod dist;
+pub mod engine;
+pub mod policy;
+pub mod report;
+mod rt;
+pub mod time;
+pub mod topology;
+pub mod workload;
+
+pub use engine::{Engine, EngineOptions, Observer, SimError, TraceEvent};
+pub use policy::{
+    CpuInfo, Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, Tunable, WakeKind,
+};
+pub use report::Report;
+pub use time::Nanos;
+pub use topology::{CpuId, CpuSet, Topology};
+pub use workload::{Overrides, Workload, WorkloadError};

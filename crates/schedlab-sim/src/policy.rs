@@ -1,0 +1,252 @@
+//! The interface between the engine and a scheduling policy: the hooks the
+//! kernel's `struct sched_class` answers, and [`Sys`], the part of the
+//! engine's state a policy may read (tasks' attributes, CPUs, the clock)
+//! and the requests it may make (reschedule a CPU, move a task, arm a timer).
+//!
+//! The engine owns task states and accounting; a policy owns its queues and
+//! per-task state. The running task stays "queued" from the policy's point
+//! of view until `put_prev`, as in the kernel.
+
+use crate::time::Nanos;
+use crate::topology::{CpuId, CpuSet, Topology};
+use crate::workload::{GroupId, GroupSpec, SchedPolicy, TaskSpecId};
+
+pub type TaskId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskState {
+    /// Created but not started yet (start time in the future).
+    New,
+    Runnable,
+    Running,
+    Sleeping,
+    Exited,
+}
+
+/// What the engine knows of a task and shows every policy.
+#[derive(Clone, Debug)]
+pub struct TaskInfo {
+    pub spec: TaskSpecId,
+    pub nice: i32,
+    pub policy: SchedPolicy,
+    /// None means every CPU.
+    pub affinity: Option<CpuSet>,
+    pub group: GroupId,
+    /// sched_attr.sched_runtime, if the task asked for a custom slice.
+    pub slice: Option<Nanos>,
+    pub parent: Option<TaskId>,
+    pub state: TaskState,
+    /// The CPU whose runqueue holds the task, or last held it.
+    pub cpu: CpuId,
+    /// Total CPU time received.
+    pub sum_exec: Nanos,
+    /// When the task last started or stopped running (for cache hotness).
+    pub last_ran: Nanos,
+    /// When the task last went to sleep, and for how long it slept last.
+    pub slept_at: Nanos,
+    pub last_sleep_len: Nanos,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct CpuInfo {
+    /// The task running now, if any (fair or real-time).
+    pub curr: Option<TaskId>,
+    /// Runnable tasks assigned to this CPU, including the running one.
+    pub nr_running: u32,
+    /// Real-time tasks among them.
+    pub nr_rt: u32,
+}
+
+/// Why a task is being placed on a CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakeKind {
+    /// A new task (fork or start of the run).
+    New,
+    /// A sleeping task woken. `sync` is set when the waker is about to
+    /// sleep (a pipe round trip), as WF_SYNC.
+    Wakeup {
+        waker_cpu: Option<CpuId>,
+        sync: bool,
+    },
+}
+
+/// Flags of an enqueue, as ENQUEUE_* in the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    New,
+    Wakeup,
+    /// Moved by load balancing or affinity.
+    Migrate,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dequeue {
+    Sleep,
+    Exit,
+}
+
+/// The engine state policies see, and the requests they make of it.
+pub struct Sys {
+    pub now: Nanos,
+    pub topology: Topology,
+    pub nr_cpus: u32,
+    pub tick_ns: Nanos,
+    pub tasks: Vec<TaskInfo>,
+    pub cpus: Vec<CpuInfo>,
+    pub groups: Vec<GroupSpec>,
+    pub(crate) resched: Vec<CpuId>,
+    pub(crate) resched_mask: Vec<bool>,
+    pub(crate) timers: Vec<(Nanos, u64)>,
+    pub(crate) migrations: u64,
+}
+
+impl Sys {
+    pub(crate) fn new(topology: Topology, tick_ns: Nanos, groups: Vec<GroupSpec>) -> Sys {
+        let nr_cpus = topology.nr_cpus();
+        Sys {
+            now: 0,
+            nr_cpus,
+            tick_ns,
+            tasks: Vec::new(),
+            cpus: vec![CpuInfo::default(); nr_cpus as usize],
+            groups,
+            topology,
+            resched: Vec::new(),
+            resched_mask: vec![false; nr_cpus as usize],
+            timers: Vec::new(),
+            migrations: 0,
+        }
+    }
+
+    pub fn task(&self, t: TaskId) -> &TaskInfo {
+        &self.tasks[t as usize]
+    }
+
+    pub fn allowed(&self, t: TaskId, cpu: CpuId) -> bool {
+        self.tasks[t as usize]
+            .affinity
+            .as_ref()
+            .is_none_or(|a| a.contains(cpu))
+    }
+
+    /// No task runs on the CPU and none waits for it (available_idle_cpu).
+    pub fn idle(&self, cpu: CpuId) -> bool {
+        self.cpus[cpu as usize].nr_running == 0
+    }
+
+    /// Ask the engine to run the policy's pick on this CPU as soon as it can:
+    /// now when the CPU runs a task, after the idle-exit delay when idle.
+    pub fn resched(&mut self, cpu: CpuId) {
+        if !self.resched_mask[cpu as usize] {
+            self.resched_mask[cpu as usize] = true;
+            self.resched.push(cpu);
+        }
+    }
+
+    /// Record that a queued (not running) task moved to another CPU's
+    /// runqueue. The policy moves it in its own queues.
+    pub fn migrate(&mut self, t: TaskId, to: CpuId) {
+        let from = self.tasks[t as usize].cpu;
+        debug_assert!(
+            self.allowed(t, to),
+            "policy moved task {t} outside its affinity"
+        );
+        debug_assert_ne!(self.tasks[t as usize].state, TaskState::Running);
+        if from == to {
+            return;
+        }
+        if matches!(self.tasks[t as usize].state, TaskState::Runnable) {
+            self.cpus[from as usize].nr_running -= 1;
+            self.cpus[to as usize].nr_running += 1;
+        }
+        self.tasks[t as usize].cpu = to;
+        self.migrations += 1;
+    }
+
+    /// Call `Policy::timer(token)` at time `at`.
+    pub fn arm_timer(&mut self, at: Nanos, token: u64) {
+        self.timers.push((at.max(self.now), token));
+    }
+}
+
+/// Tunable a policy exposes: the kernel's name, its value in force and a
+/// line of help.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Tunable {
+    pub name: &'static str,
+    pub value: i64,
+    pub help: &'static str,
+}
+
+/// A scheduling policy behind the engine: the hooks of `struct sched_class`
+/// for the normal (fair) classes. Real-time tasks (SCHED_FIFO/RR) are run by
+/// the engine's own rt class above every policy, as rt.c sits above fair.c.
+pub trait Policy {
+    /// The name `--sched` selects it by.
+    fn name(&self) -> &'static str;
+
+    /// The tunables in force, under the kernel's names.
+    fn tunables(&self) -> Vec<Tunable>;
+
+    /// Once, before the first event: arm timers the policy keeps running.
+    fn init(&mut self, _sys: &mut Sys) {}
+
+    /// A task was created (sched_fork); set up its state. `parent` is the
+    /// forking task, if any.
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>);
+
+    /// select_task_rq: which CPU a waking or new task goes to.
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId;
+
+    fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue);
+
+    /// The task leaves the runqueue. It may be the running task (it is
+    /// going to sleep); `put_prev` follows then.
+    fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue);
+
+    /// Choose the next task for this CPU and make it current, or None. The
+    /// task that was running (if it was this policy's) is still current for
+    /// the policy while it chooses; the policy puts it back itself
+    /// (put_prev_set_next_task). Its engine state is already Runnable when it
+    /// was preempted, Sleeping or Exited when it was dequeued.
+    fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId>;
+
+    /// The current task stops running without a pick by this policy (a
+    /// real-time task takes the CPU); `runnable` is false when it was
+    /// dequeued (sleep or exit) before.
+    fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool);
+
+    /// update_curr: the running task ran `delta` more nanoseconds.
+    fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos);
+
+    /// The periodic tick on a CPU running a task; may call `sys.resched`.
+    fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId);
+
+    /// wakeup_preempt: should `woken`, just enqueued on this CPU, preempt
+    /// the running `curr`?
+    fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool;
+
+    /// sched_yield() by the running task.
+    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId);
+
+    /// Periodic load balancing, called from the tick of every busy CPU (idle
+    /// CPUs have no tick under NO_HZ: the policy balances for them from a
+    /// busy CPU, as the kernel's NO_HZ idle balancer does).
+    fn balance(&mut self, sys: &mut Sys, cpu: CpuId, idle: bool);
+
+    /// The CPU is about to go idle: pull work if the policy does.
+    fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId);
+
+    /// A timer armed with `Sys::arm_timer` fired.
+    fn timer(&mut self, _sys: &mut Sys, _token: u64) {}
+
+    /// Policy-specific numbers for the report (e.g. throttled time).
+    fn extra_metrics(&self, _sys: &Sys) -> Vec<(String, f64)> {
+        Vec::new()
+    }
+
+    /// Runqueue invariants, checked by tests after every event when enabled.
+    fn check_invariants(&self, _sys: &Sys) -> Result<(), String> {
+        Ok(())
+    }
+}

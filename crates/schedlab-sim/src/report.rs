@@ -1,0 +1,255 @@
+//! The one report both simulated and real runs fill: per-task CPU time and
+//! share, wakeup latency and run-time-per-switch histograms, context
+//! switches, migrations, per-CPU busy time and the totals people quote.
+//! The JSON form is versioned by [`SCHEMA_VERSION`].
+
+use crate::time::Nanos;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Bumped whenever a field of the JSON report changes meaning or goes away.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A latency or duration histogram: HDR (2 significant digits) for
+/// percentiles, and exact power-of-two buckets as bpftrace's hist() prints.
+#[derive(Clone, Debug)]
+pub struct Hist {
+    hdr: Histogram<u64>,
+    log2: [u64; 64],
+    sum: u128,
+    /// Exact extremes: HDR reports them only to its precision.
+    min: u64,
+    max: u64,
+}
+
+impl Default for Hist {
+    fn default() -> Hist {
+        Hist {
+            // 1 ns to about 18 minutes, 2 significant digits.
+            hdr: Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid HDR bounds"),
+            log2: [0; 64],
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+}
+
+impl Hist {
+    pub fn record(&mut self, value: u64) {
+        self.hdr.saturating_record(value);
+        self.log2[log2_bucket(value)] += 1;
+        self.sum += value as u128;
+        self.min = self.min.min(value);
+        self.max = self.max.max(value);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.hdr.len()
+    }
+
+    pub fn merge(&mut self, other: &Hist) {
+        // Same precision and auto-resize: adding cannot fail.
+        let _ = self.hdr.add(&other.hdr);
+        for (a, b) in self.log2.iter_mut().zip(other.log2.iter()) {
+            *a += b;
+        }
+        self.sum += other.sum;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    pub fn summary(&self) -> HistSummary {
+        let n = self.hdr.len();
+        let buckets = self
+            .log2
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .map(|(i, &count)| {
+                let (lo, hi) = bucket_bounds(i);
+                Log2Bucket { lo, hi, count }
+            })
+            .collect();
+        if n == 0 {
+            return HistSummary {
+                buckets,
+                ..HistSummary::default()
+            };
+        }
+        HistSummary {
+            count: n,
+            min: self.min,
+            mean: (self.sum / n as u128) as u64,
+            p50: self.hdr.value_at_quantile(0.50),
+            p90: self.hdr.value_at_quantile(0.90),
+            p99: self.hdr.value_at_quantile(0.99),
+            p999: self.hdr.value_at_quantile(0.999),
+            max: self.max,
+            buckets,
+        }
+    }
+}
+
+/// Bucket 0 holds 0; bucket i > 0 holds [2^(i-1), 2^i).
+fn log2_bucket(v: u64) -> usize {
+    (64 - v.leading_zeros() as usize).min(63)
+}
+
+fn bucket_bounds(i: usize) -> (u64, u64) {
+    if i == 0 {
+        (0, 1)
+    } else {
+        (1u64 << (i - 1), 1u64 << i)
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Log2Bucket {
+    pub lo: u64,
+    pub hi: u64,
+    pub count: u64,
+}
+
+/// Histogram summary in nanoseconds.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct HistSummary {
+    pub count: u64,
+    pub min: u64,
+    pub mean: u64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p999: u64,
+    pub max: u64,
+    pub buckets: Vec<Log2Bucket>,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TaskReport {
+    pub name: String,
+    /// Index of the [[task]] entry it came from.
+    pub spec: u32,
+    pub cpu_time_ns: Nanos,
+    /// CPU time over the time the task existed, in percent of one CPU, as
+    /// `top` shows %CPU.
+    pub cpu_share_pct: f64,
+    /// Time runnable but not running (schedstat run_delay).
+    pub run_delay_ns: Nanos,
+    pub wakeups: u64,
+    pub wakeup_latency_avg_ns: Option<Nanos>,
+    pub wakeup_latency_max_ns: Option<Nanos>,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub migrations: u64,
+    pub exited_at_ns: Option<Nanos>,
+}
+
+/// Per [[task]] entry: the tasks it made, taken together.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct SpecReport {
+    pub name: String,
+    pub tasks: u64,
+    pub cpu_share_min_pct: f64,
+    pub cpu_share_avg_pct: f64,
+    pub cpu_share_max_pct: f64,
+    pub wakeup_latency: HistSummary,
+    pub runtime_per_switch: HistSummary,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuReport {
+    pub cpu: u32,
+    pub busy_ns: Nanos,
+    pub idle_ns: Nanos,
+    /// Part of busy time spent switching tasks (not given to any task).
+    pub switch_overhead_ns: Nanos,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Totals {
+    pub context_switches: u64,
+    pub context_switches_per_sec: f64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub migrations: u64,
+    /// Jain's index over the CPU time of the tasks that lived the whole run:
+    /// 1.0 when all got the same, 1/n when one got everything.
+    pub jain_fairness: f64,
+    /// CPU time the task programs asked for and got (their `run` ops).
+    pub work_done_ns: Nanos,
+    /// Completed `run` ops per second of wall time.
+    pub throughput_runs_per_sec: f64,
+    /// When the last task exited, if every task did.
+    pub makespan_ns: Option<Nanos>,
+    pub busy_ns: Nanos,
+    pub idle_ns: Nanos,
+    pub utilization_pct: f64,
+    /// Engine events processed (simulated runs only).
+    pub events: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Report {
+    pub schema_version: u32,
+    /// "simulated" or "host".
+    pub source: String,
+    pub scheduler: String,
+    pub workload: String,
+    pub seed: u64,
+    pub cpus: u32,
+    pub hz: u32,
+    /// Wall time the report covers.
+    pub duration_ns: Nanos,
+    pub tunables: Vec<(String, i64)>,
+    pub totals: Totals,
+    pub wakeup_latency: HistSummary,
+    pub runtime_per_switch: HistSummary,
+    pub specs: Vec<SpecReport>,
+    pub tasks: Vec<TaskReport>,
+    pub per_cpu: Vec<CpuReport>,
+    /// Policy-specific figures (e.g. time throttled by cpu.max).
+    pub extra: Vec<(String, f64)>,
+    /// Metrics the source could not measure (host runs without tracefs).
+    pub absent: Vec<String>,
+}
+
+/// Jain's fairness index: (sum x)^2 / (n * sum x^2).
+pub fn jain_index(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let sum: f64 = values.iter().sum();
+    let sq: f64 = values.iter().map(|v| v * v).sum();
+    if n == 0.0 || sq == 0.0 {
+        1.0
+    } else {
+        sum * sum / (n * sq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log2_buckets_are_exact() {
+        let mut h = Hist::default();
+        for v in [0, 1, 2, 3, 4, 1000, 1023, 1024] {
+            h.record(v);
+        }
+        let s = h.summary();
+        let find = |lo| s.buckets.iter().find(|b| b.lo == lo).map(|b| b.count);
+        assert_eq!(find(0), Some(1));
+        assert_eq!(find(1), Some(1));
+        assert_eq!(find(2), Some(2));
+        assert_eq!(find(512), Some(2));
+        assert_eq!(find(1024), Some(1));
+        assert_eq!(s.count, 8);
+        assert_eq!(s.max, 1024);
+    }
+
+    #[test]
+    fn jain_bounds() {
+        assert!((jain_index(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain_index(&[1.0, 0.0, 0.0, 0.0]) - 0.25).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,77 @@
+//! Simulated time: integer nanoseconds, and the duration syntax workload
+//! files use ("750us", "3ms", "1.5s", or a bare integer of nanoseconds).
+
+/// Simulated time and durations, in nanoseconds.
+pub type Nanos = u64;
+
+pub const NSEC_PER_USEC: Nanos = 1_000;
+pub const NSEC_PER_MSEC: Nanos = 1_000_000;
+pub const NSEC_PER_SEC: Nanos = 1_000_000_000;
+
+/// Parses "750us", "3ms", "1.5s", "200ns" or "12345" (nanoseconds).
+pub fn parse_duration(text: &str) -> Result<Nanos, String> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return Err(format!(
+            "'{text}' is not a duration: write a number with a unit, e.g. \"750us\", \"3ms\", \"2s\""
+        ));
+    }
+    let scale = match unit.trim() {
+        "" | "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => {
+            return Err(format!(
+                "unknown time unit '{other}' in '{text}': use ns, us, ms or s"
+            ));
+        }
+    };
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{num}' in '{text}' is not a number"))?;
+    let ns = value * scale;
+    if !ns.is_finite() || !(0.0..=1e18).contains(&ns) {
+        return Err(format!("duration '{text}' is out of range"));
+    }
+    Ok(ns.round() as Nanos)
+}
+
+/// Formats nanoseconds with the largest unit that keeps it readable.
+pub fn format_duration(ns: Nanos) -> String {
+    if ns >= NSEC_PER_SEC {
+        format!("{:.3}s", ns as f64 / 1e9)
+    } else if ns >= NSEC_PER_MSEC {
+        format!("{:.3}ms", ns as f64 / 1e6)
+    } else if ns >= NSEC_PER_USEC {
+        format!("{:.1}us", ns as f64 / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units() {
+        assert_eq!(parse_duration("750us").unwrap(), 750_000);
+        assert_eq!(parse_duration("3ms").unwrap(), 3_000_000);
+        assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
+        assert_eq!(parse_duration("42").unwrap(), 42);
+        assert_eq!(parse_duration(" 10 ns ").unwrap(), 10);
+    }
+
+    #[test]
+    fn rejects_bad_units_with_the_fix() {
+        let err = parse_duration("3xs").unwrap_err();
+        assert!(err.contains("use ns, us, ms or s"), "{err}");
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("-1ms").is_err());
+    }
+}

@@ -1,0 +1,797 @@
+//! Workload files: the machine, the scheduler tunables, cgroups and task
+//! programs, read from TOML and checked into a [`Workload`] the engine runs.
+//! Every error names the line of the file it comes from and what to write
+//! instead.
+
+use crate::dist::Dist;
+use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos, parse_duration};
+use crate::topology::{CpuSet, Topology};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use toml::Spanned;
+
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}:{line}: {message}")]
+pub struct WorkloadError {
+    pub origin: String,
+    pub line: usize,
+    pub message: String,
+}
+
+pub type TaskSpecId = u32;
+pub type GroupId = u32;
+pub type ChanId = u32;
+
+/// Scheduling policy of a task, as sched_setscheduler(2) names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedPolicy {
+    Normal,
+    Batch,
+    Idle,
+    /// SCHED_FIFO with its rt priority 1..99.
+    Fifo(u8),
+    /// SCHED_RR with its rt priority 1..99.
+    Rr(u8),
+}
+
+impl SchedPolicy {
+    pub fn is_rt(self) -> bool {
+        matches!(self, SchedPolicy::Fifo(_) | SchedPolicy::Rr(_))
+    }
+}
+
+/// One step of a task program, flattened so loops are jumps.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Burn CPU for this long.
+    Run(Dist),
+    /// Block for this long.
+    Sleep(Dist),
+    /// Block until the next multiple of the period since the task's first
+    /// timer op (clock_nanosleep TIMER_ABSTIME, as cyclictest does).
+    Timer(Nanos),
+    /// Take a token from a channel, blocking until one is there.
+    Wait(ChanId),
+    /// Put a token in a channel, waking its first waiter.
+    Signal(ChanId),
+    /// sched_yield().
+    Yield,
+    /// Start a new task from a template.
+    Fork(TaskSpecId),
+    Exit,
+    /// Start of a loop body; `count` None repeats forever; `end` is the
+    /// index of the matching LoopEnd.
+    LoopStart {
+        count: Option<u64>,
+        end: u32,
+    },
+    LoopEnd {
+        start: u32,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct TaskSpec {
+    pub name: String,
+    pub count: u32,
+    pub nice: i32,
+    pub policy: SchedPolicy,
+    pub affinity: Option<CpuSet>,
+    pub group: GroupId,
+    /// sched_attr.sched_runtime: a custom slice request (EEVDF honours it).
+    pub slice: Option<Nanos>,
+    pub start: Dist,
+    /// Templates are only started by `fork`.
+    pub template: bool,
+    pub program: Vec<Op>,
+}
+
+#[derive(Clone, Debug)]
+pub struct GroupSpec {
+    pub name: String,
+    pub parent: Option<GroupId>,
+    /// cgroup v2 cpu.weight, 1..10000, default 100.
+    pub cpu_weight: u32,
+    /// cgroup v2 cpu.max as (quota, period) in ns; None is "max".
+    pub cpu_max: Option<(Nanos, Nanos)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Costs {
+    /// CPU time spent switching from one task to another.
+    pub context_switch: Nanos,
+    /// Extra CPU time a task needs after it moves to another CPU (cold
+    /// caches); doubled across LLCs.
+    pub migration: Nanos,
+    /// Delay between a wakeup aimed at an idle CPU and that CPU running the
+    /// task (IPI and idle exit).
+    pub idle_exit: Nanos,
+    /// Cost of a system call that does not block (sched_yield).
+    pub syscall: Nanos,
+}
+
+impl Default for Costs {
+    fn default() -> Costs {
+        Costs {
+            context_switch: 2 * NSEC_PER_USEC,
+            migration: 10 * NSEC_PER_USEC,
+            idle_exit: 5 * NSEC_PER_USEC,
+            syscall: 300,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub topology: Topology,
+    pub hz: u32,
+    pub costs: Costs,
+}
+
+impl Machine {
+    pub fn tick_ns(&self) -> Nanos {
+        NSEC_PER_SEC / self.hz as Nanos
+    }
+}
+
+/// A checked workload, ready to simulate.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    pub name: String,
+    pub description: String,
+    pub duration: Nanos,
+    pub seed: u64,
+    pub machine: Machine,
+    pub tunables: BTreeMap<String, i64>,
+    /// groups[0] is the root group.
+    pub groups: Vec<GroupSpec>,
+    pub tasks: Vec<TaskSpec>,
+    pub channels: Vec<String>,
+}
+
+/// Command-line overrides applied while a file is read, so that references
+/// (a `count` naming a parameter, CPU lists) are checked against them.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    pub cpus: Option<u32>,
+    pub duration: Option<Nanos>,
+    pub seed: Option<u64>,
+    pub params: BTreeMap<String, i64>,
+    pub tunables: BTreeMap<String, i64>,
+}
+
+// ---- the file as written ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    name: Option<String>,
+    #[serde(default)]
+    description: String,
+    duration: Option<Spanned<String>>,
+    seed: Option<u64>,
+    #[serde(default)]
+    machine: MachineFile,
+    #[serde(default)]
+    params: BTreeMap<String, i64>,
+    #[serde(default)]
+    tunables: BTreeMap<String, Spanned<toml::Value>>,
+    #[serde(default)]
+    group: Vec<Spanned<GroupFile>>,
+    #[serde(default)]
+    task: Vec<Spanned<TaskFile>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct MachineFile {
+    cpus: Option<Spanned<u32>>,
+    topology: Option<Spanned<String>>,
+    hz: Option<Spanned<u32>>,
+    #[serde(default)]
+    costs: CostsFile,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CostsFile {
+    context_switch: Option<Dist>,
+    migration: Option<Dist>,
+    idle_exit: Option<Dist>,
+    syscall: Option<Dist>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupFile {
+    name: String,
+    parent: Option<String>,
+    cpu_weight: Option<u32>,
+    cpu_max: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Count {
+    Fixed(u32),
+    Param(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskFile {
+    name: String,
+    count: Option<Count>,
+    #[serde(default)]
+    nice: i32,
+    policy: Option<String>,
+    rt_priority: Option<u8>,
+    affinity: Option<String>,
+    group: Option<String>,
+    slice: Option<Dist>,
+    start: Option<Dist>,
+    #[serde(default)]
+    template: bool,
+    program: Vec<Spanned<toml::Table>>,
+}
+
+struct Ctx<'a> {
+    origin: &'a str,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
+    fn err(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> WorkloadError {
+        WorkloadError {
+            origin: self.origin.to_string(),
+            line: self.line_of(span.start),
+            message: message.into(),
+        }
+    }
+}
+
+const PROGRAM_HELP: &str = "an op is one of { run = \"3ms\" }, { sleep = \"exp(1ms)\" }, { timer = \"1ms\" }, { wait = \"chan\" }, { signal = \"chan\" }, { yield = true }, { fork = \"template\" }, { exit = true }, { loop = 10, body = [ ... ] } or { loop = \"forever\", body = [ ... ] }";
+
+impl Workload {
+    pub fn from_toml(text: &str, origin: &str, ov: &Overrides) -> Result<Workload, WorkloadError> {
+        let ctx = Ctx { origin, text };
+        let file: FileSpec = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            ctx.err(span, e.message().trim().to_string())
+        })?;
+
+        let topology = match (&file.machine.cpus, &file.machine.topology) {
+            (Some(c), Some(_)) => {
+                return Err(ctx.err(
+                    c.span(),
+                    "give either machine.cpus or machine.topology, not both",
+                ));
+            }
+            (Some(c), None) => {
+                let t = Topology::flat(*c.get_ref());
+                t.check().map_err(|m| ctx.err(c.span(), m))?;
+                t
+            }
+            (None, Some(t)) => Topology::parse(t.get_ref()).map_err(|m| ctx.err(t.span(), m))?,
+            (None, None) => Topology::flat(1),
+        };
+        let topology = match ov.cpus {
+            Some(n) => {
+                let t = Topology::flat(n);
+                t.check().map_err(|m| WorkloadError {
+                    origin: "--cpus".into(),
+                    line: 0,
+                    message: m,
+                })?;
+                t
+            }
+            None => topology,
+        };
+        let nr_cpus = topology.nr_cpus();
+        let hz =
+            match &file.machine.hz {
+                Some(h) => {
+                    if ![100, 250, 300, 1000].contains(h.get_ref()) {
+                        return Err(ctx.err(h.span(), format!(
+                        "hz = {} is not a kernel CONFIG_HZ choice: use 100, 250, 300 or 1000",
+                        h.get_ref()
+                    )));
+                    }
+                    *h.get_ref()
+                }
+                None => 250,
+            };
+        let cost = |d: &Option<Dist>, default: Nanos| -> Nanos {
+            match d {
+                Some(d) => d.mean().round() as Nanos,
+                None => default,
+            }
+        };
+        let defaults = Costs::default();
+        let costs = Costs {
+            context_switch: cost(&file.machine.costs.context_switch, defaults.context_switch),
+            migration: cost(&file.machine.costs.migration, defaults.migration),
+            idle_exit: cost(&file.machine.costs.idle_exit, defaults.idle_exit),
+            syscall: cost(&file.machine.costs.syscall, defaults.syscall),
+        };
+
+        let duration = match (ov.duration, &file.duration) {
+            (Some(d), _) => d,
+            (None, Some(d)) => parse_duration(d.get_ref()).map_err(|m| ctx.err(d.span(), m))?,
+            (None, None) => NSEC_PER_SEC,
+        };
+        if duration == 0 {
+            return Err(WorkloadError {
+                origin: origin.into(),
+                line: file
+                    .duration
+                    .as_ref()
+                    .map_or(0, |d| ctx.line_of(d.span().start)),
+                message: "duration must be more than zero: write e.g. duration = \"5s\"".into(),
+            });
+        }
+
+        let mut tunables = BTreeMap::new();
+        for (name, value) in &file.tunables {
+            let v = match value.get_ref() {
+                toml::Value::Integer(i) => *i,
+                toml::Value::Boolean(b) => *b as i64,
+                other => {
+                    return Err(ctx.err(value.span(), format!(
+                        "tunable {name} = {other}: tunables are integers (nanoseconds for *_ns) or booleans"
+                    )));
+                }
+            };
+            tunables.insert(name.clone(), v);
+        }
+        tunables.extend(ov.tunables.iter().map(|(k, v)| (k.clone(), *v)));
+
+        let mut params = file.params.clone();
+        params.extend(ov.params.iter().map(|(k, v)| (k.clone(), *v)));
+
+        // Groups: root first, then in file order; parents must come first.
+        let mut groups = vec![GroupSpec {
+            name: "/".into(),
+            parent: None,
+            cpu_weight: 100,
+            cpu_max: None,
+        }];
+        for g in &file.group {
+            let span = g.span();
+            let g = g.get_ref();
+            if groups.iter().any(|x| x.name == g.name) {
+                return Err(ctx.err(span, format!("group '{}' is defined twice", g.name)));
+            }
+            let parent = match &g.parent {
+                None => 0,
+                Some(p) => groups.iter().position(|x| &x.name == p).ok_or_else(|| {
+                    ctx.err(
+                        span.clone(),
+                        format!(
+                            "group '{}' names parent '{p}', which is not defined above it",
+                            g.name
+                        ),
+                    )
+                })? as GroupId,
+            };
+            let cpu_weight = g.cpu_weight.unwrap_or(100);
+            if !(1..=10000).contains(&cpu_weight) {
+                return Err(ctx.err(span, format!(
+                    "group '{}': cpu_weight {cpu_weight} is outside cgroup v2's 1..10000 (default 100)",
+                    g.name
+                )));
+            }
+            let cpu_max = match &g.cpu_max {
+                None => None,
+                Some(s) => parse_cpu_max(s)
+                    .map_err(|m| ctx.err(span.clone(), format!("group '{}': {m}", g.name)))?,
+            };
+            groups.push(GroupSpec {
+                name: g.name.clone(),
+                parent: Some(parent),
+                cpu_weight,
+                cpu_max,
+            });
+        }
+
+        // Task names first, so fork can name a template defined later.
+        let names: Vec<&str> = file
+            .task
+            .iter()
+            .map(|t| t.get_ref().name.as_str())
+            .collect();
+        for (i, t) in file.task.iter().enumerate() {
+            if names[..i].contains(&t.get_ref().name.as_str()) {
+                return Err(ctx.err(
+                    t.span(),
+                    format!("task '{}' is defined twice", t.get_ref().name),
+                ));
+            }
+        }
+        let mut channels: Vec<String> = Vec::new();
+        let mut tasks = Vec::new();
+        for spanned in &file.task {
+            let span = spanned.span();
+            let t = spanned.get_ref();
+            let here = |m: String| ctx.err(span.clone(), format!("task '{}': {m}", t.name));
+            let count = match &t.count {
+                None => 1,
+                Some(Count::Fixed(n)) => *n,
+                Some(Count::Param(p)) => {
+                    let v = params.get(p).ok_or_else(|| {
+                        here(format!(
+                            "count = \"{p}\" names no parameter: add it under [params] or pass --param {p}=N"
+                        ))
+                    })?;
+                    u32::try_from(*v)
+                        .map_err(|_| here(format!("parameter {p} = {v} is not a task count")))?
+                }
+            };
+            if count > 1_000_000 {
+                return Err(here(format!(
+                    "count {count} is more than the 1,000,000 tasks schedlab simulates"
+                )));
+            }
+            if !(-20..=19).contains(&t.nice) {
+                return Err(here(format!("nice {} is outside -20..19", t.nice)));
+            }
+            let policy = match (t.policy.as_deref().unwrap_or("normal"), t.rt_priority) {
+                ("normal" | "other", None) => SchedPolicy::Normal,
+                ("batch", None) => SchedPolicy::Batch,
+                ("idle", None) => SchedPolicy::Idle,
+                ("fifo" | "rr", None) => {
+                    return Err(here("policy fifo and rr need rt_priority = 1..99".into()));
+                }
+                ("fifo", Some(p)) | ("rr", Some(p)) if !(1..=99).contains(&p) => {
+                    return Err(here(format!("rt_priority {p} is outside 1..99")));
+                }
+                ("fifo", Some(p)) => SchedPolicy::Fifo(p),
+                ("rr", Some(p)) => SchedPolicy::Rr(p),
+                (_, Some(_)) => {
+                    return Err(here(
+                        "rt_priority applies only to policy \"fifo\" or \"rr\"".into(),
+                    ));
+                }
+                (other, None) => {
+                    return Err(here(format!(
+                        "unknown policy '{other}': use normal, batch, idle, fifo or rr"
+                    )));
+                }
+            };
+            let affinity = match &t.affinity {
+                None => None,
+                Some(list) => Some(CpuSet::parse_list(list, nr_cpus).map_err(here)?),
+            };
+            let group = match &t.group {
+                None => 0,
+                Some(name) => groups.iter().position(|g| &g.name == name).ok_or_else(|| {
+                    here(format!(
+                        "group '{name}' is not defined: add a [[group]] with name = \"{name}\""
+                    ))
+                })? as GroupId,
+            };
+            let slice = match &t.slice {
+                None => None,
+                Some(d) => {
+                    let v = d.mean().round() as Nanos;
+                    // sched_setattr clamps sched_runtime to 0.1 ms .. 100 ms.
+                    if !(100 * NSEC_PER_USEC..=100_000 * NSEC_PER_USEC).contains(&v) {
+                        return Err(here(
+                            "slice must be between 100us and 100ms, as sched_setattr allows".into(),
+                        ));
+                    }
+                    Some(v)
+                }
+            };
+            let mut program = Vec::new();
+            compile_ops(
+                &ctx,
+                &t.program,
+                &names,
+                &mut channels,
+                &mut program,
+                &t.name,
+            )?;
+            tasks.push(TaskSpec {
+                name: t.name.clone(),
+                count,
+                nice: t.nice,
+                policy,
+                affinity,
+                group,
+                slice,
+                start: t.start.clone().unwrap_or(Dist::Const(0)),
+                template: t.template,
+                program,
+            });
+        }
+        if !tasks.iter().any(|t| !t.template && t.count > 0) {
+            return Err(WorkloadError {
+                origin: origin.into(),
+                line: 1,
+                message: "the workload starts no task: add a [[task]] with a program (templates alone never start)".into(),
+            });
+        }
+
+        Ok(Workload {
+            name: file.name.unwrap_or_else(|| {
+                std::path::Path::new(origin)
+                    .file_stem()
+                    .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned())
+            }),
+            description: file.description,
+            duration,
+            seed: ov.seed.or(file.seed).unwrap_or(1),
+            machine: Machine {
+                topology,
+                hz,
+                costs,
+            },
+            tunables,
+            groups,
+            tasks,
+            channels,
+        })
+    }
+
+    pub fn nr_cpus(&self) -> u32 {
+        self.machine.topology.nr_cpus()
+    }
+
+    /// Number of tasks started at the beginning (templates excluded).
+    pub fn initial_tasks(&self) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| !t.template)
+            .map(|t| t.count as u64)
+            .sum()
+    }
+}
+
+fn parse_cpu_max(text: &str) -> Result<Option<(Nanos, Nanos)>, String> {
+    let help = "cpu_max is cgroup v2's \"QUOTA PERIOD\" in microseconds, e.g. \"200000 100000\" for 2 CPUs, or \"max\"";
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    let period = match parts.get(1) {
+        Some(p) => p.parse::<u64>().map_err(|_| help.to_string())?,
+        None => 100_000,
+    };
+    if parts.is_empty() || parts.len() > 2 {
+        return Err(help.into());
+    }
+    if parts[0] == "max" {
+        return Ok(None);
+    }
+    let quota = parts[0].parse::<u64>().map_err(|_| help.to_string())?;
+    // The kernel's limits: period 1ms..1s, quota at least 1ms.
+    if !(1_000..=1_000_000).contains(&period) {
+        return Err(format!(
+            "period {period}us is outside the kernel's 1000..1000000"
+        ));
+    }
+    if quota < 1_000 {
+        return Err(format!(
+            "quota {quota}us is below the kernel's minimum of 1000"
+        ));
+    }
+    Ok(Some((quota * NSEC_PER_USEC, period * NSEC_PER_USEC)))
+}
+
+fn compile_ops(
+    ctx: &Ctx,
+    ops: &[Spanned<toml::Table>],
+    names: &[&str],
+    channels: &mut Vec<String>,
+    out: &mut Vec<Op>,
+    task: &str,
+) -> Result<(), WorkloadError> {
+    for op in ops {
+        let span = op.span();
+        let table = op.get_ref();
+        let here = |m: String| ctx.err(span.clone(), format!("task '{task}': {m}"));
+        let keys: Vec<&str> = table.keys().map(String::as_str).collect();
+        let kind = match keys.as_slice() {
+            [k] => *k,
+            ks if ks.contains(&"loop") && ks.contains(&"body") && ks.len() == 2 => "loop",
+            _ => {
+                return Err(here(format!(
+                    "op {{ {} }} is not one op: {PROGRAM_HELP}",
+                    keys.join(", ")
+                )));
+            }
+        };
+        let value = &table[kind];
+        let dist = |v: &toml::Value| -> Result<Dist, WorkloadError> {
+            match v {
+                toml::Value::String(s) => Dist::parse(s).map_err(&here),
+                toml::Value::Integer(i) if *i >= 0 => Ok(Dist::Const(*i as Nanos)),
+                other => Err(here(format!(
+                    "{kind} = {other}: write a duration such as \"3ms\""
+                ))),
+            }
+        };
+        let name = |v: &toml::Value| -> Result<String, WorkloadError> {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| here(format!("{kind} takes a name in quotes")))
+        };
+        let mut chan = |v: &toml::Value| -> Result<u32, WorkloadError> {
+            let n = name(v)?;
+            Ok(match channels.iter().position(|c| *c == n) {
+                Some(i) => i as u32,
+                None => {
+                    channels.push(n);
+                    channels.len() as u32 - 1
+                }
+            })
+        };
+        match kind {
+            "run" => out.push(Op::Run(dist(value)?)),
+            "sleep" => out.push(Op::Sleep(dist(value)?)),
+            "timer" => match dist(value)? {
+                Dist::Const(p) if p > 0 => out.push(Op::Timer(p)),
+                _ => {
+                    return Err(here(
+                        "timer takes a fixed period above zero, e.g. { timer = \"1ms\" }".into(),
+                    ));
+                }
+            },
+            "wait" => out.push(Op::Wait(chan(value)?)),
+            "signal" => out.push(Op::Signal(chan(value)?)),
+            "yield" => out.push(Op::Yield),
+            "exit" => out.push(Op::Exit),
+            "fork" => {
+                let n = name(value)?;
+                let id = names.iter().position(|x| *x == n).ok_or_else(|| {
+                    here(format!("fork = \"{n}\" names no task: define a [[task]] named \"{n}\" with template = true"))
+                })?;
+                out.push(Op::Fork(id as TaskSpecId));
+            }
+            "loop" => {
+                let count = match value {
+                    toml::Value::Integer(n) if *n >= 1 => Some(*n as u64),
+                    toml::Value::String(s) if s == "forever" => None,
+                    other => {
+                        return Err(here(format!(
+                            "loop = {other}: write a count of at least 1 or \"forever\""
+                        )));
+                    }
+                };
+                let Some(toml::Value::Array(body)) = table.get("body") else {
+                    return Err(here("loop needs body = [ ...ops... ]".into()));
+                };
+                let body: Vec<Spanned<toml::Table>> = body
+                    .iter()
+                    .map(|v| match v {
+                        toml::Value::Table(t) => Ok(Spanned::new(span.clone(), t.clone())),
+                        other => Err(here(format!(
+                            "loop body holds {other}, not an op table: {PROGRAM_HELP}"
+                        ))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                let start = out.len();
+                out.push(Op::LoopStart { count, end: 0 });
+                compile_ops(ctx, &body, names, channels, out, task)?;
+                let body_ops = &out[start + 1..];
+                if body_ops.is_empty() {
+                    return Err(here("loop body is empty".into()));
+                }
+                if count.is_none() && !body_ops.iter().any(takes_time) {
+                    return Err(here(
+                        "a forever loop must run, sleep, wait, yield or use a timer, or it never lets time pass".into(),
+                    ));
+                }
+                let end = out.len() as u32;
+                out.push(Op::LoopEnd {
+                    start: start as u32,
+                });
+                out[start] = Op::LoopStart { count, end };
+            }
+            other => return Err(here(format!("unknown op '{other}': {PROGRAM_HELP}"))),
+        }
+    }
+    Ok(())
+}
+
+fn takes_time(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Run(_) | Op::Sleep(_) | Op::Timer(_) | Op::Wait(_) | Op::Yield
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<Workload, WorkloadError> {
+        Workload::from_toml(text, "test.toml", &Overrides::default())
+    }
+
+    #[test]
+    fn reads_a_full_workload() {
+        let w = load(
+            r#"
+name = "demo"
+duration = "2s"
+[machine]
+topology = "1x2x2"
+[params]
+hogs = 3
+[[group]]
+name = "a"
+cpu_max = "50000 100000"
+[[task]]
+name = "hog"
+count = "hogs"
+group = "a"
+program = [ { loop = "forever", body = [ { run = "3ms" }, { sleep = "exp(1ms)" } ] } ]
+[[task]]
+name = "ping"
+program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
+"#,
+        )
+        .unwrap();
+        assert_eq!(w.duration, 2 * NSEC_PER_SEC);
+        assert_eq!(w.nr_cpus(), 4);
+        assert_eq!(w.tasks[0].count, 3);
+        assert_eq!(w.groups[1].cpu_max, Some((50_000_000, 100_000_000)));
+        assert_eq!(w.channels, vec!["p", "q"]);
+        assert!(matches!(
+            w.tasks[0].program[0],
+            Op::LoopStart {
+                count: None,
+                end: 3
+            }
+        ));
+    }
+
+    #[test]
+    fn errors_name_the_line_and_the_fix() {
+        let e = load("[[task]]\nname = \"a\"\nnice = 30\nprogram = [ { run = \"1ms\" } ]\n")
+            .unwrap_err();
+        assert_eq!(e.line, 1);
+        assert!(e.to_string().contains("nice 30 is outside -20..19"), "{e}");
+
+        let e = load("[[task]]\nname = \"a\"\nprogram = [ { run = \"1xs\" } ]\n").unwrap_err();
+        assert!(e.to_string().contains("use ns, us, ms or s"), "{e}");
+
+        let e = load("[[task]]\nname = \"a\"\nprogram = [ { jump = 1 } ]\n").unwrap_err();
+        assert!(e.to_string().contains("unknown op 'jump'"), "{e}");
+
+        let e = load("\n\n[machine]\ncpus = 4\nbogus = 1\n").unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
+
+        let e = load("[[task]]\nname = \"a\"\nprogram = [ { loop = \"forever\", body = [ { signal = \"x\" } ] } ]\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("never lets time pass"), "{e}");
+
+        let e = load("[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("--param n=N"), "{e}");
+    }
+
+    #[test]
+    fn overrides_win() {
+        let mut ov = Overrides {
+            cpus: Some(16),
+            ..Default::default()
+        };
+        ov.params.insert("n".into(), 7);
+        let w = Workload::from_toml(
+            "[params]\nn = 1\n[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n",
+            "x",
+            &ov,
+        )
+        .unwrap();
+        assert_eq!(w.nr_cpus(), 16);
+        assert_eq!(w.tasks[0].count, 7);
+    }
+}
