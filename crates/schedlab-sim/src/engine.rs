@@ -435,6 +435,8 @@ impl<'w> Engine<'w> {
                 to: cpu,
             });
         }
+        // enqueue_task runs update_curr on the target runqueue first.
+        self.sync(cpu);
         let info = &mut self.sys.tasks[t as usize];
         info.cpu = cpu;
         info.state = TaskState::Runnable;
@@ -737,7 +739,8 @@ impl<'w> Engine<'w> {
         let run = &mut self.cpu_run[cpu as usize];
         match next {
             None => {
-                run.idle_since = Some(now);
+                // An idle CPU kicked for nothing stays in its idle interval.
+                run.idle_since.get_or_insert(now);
             }
             Some(t) => {
                 if let Some(since) = run.idle_since.take() {

@@ -1056,10 +1056,7 @@ impl Fair {
                 return None;
             }
             loop {
-                if rq != self.root(cpu)
-                    && self.rqs[rq as usize].curr.is_none()
-                    && self.check_runtime(sys, rq)
-                {
+                if rq != self.root(cpu) && self.check_runtime(sys, rq) {
                     continue 'again;
                 }
                 let se = match self.variant {
@@ -1634,6 +1631,9 @@ impl Policy for Fair {
         }
         for (t, &se) in self.task_ent.iter().enumerate() {
             if se == NONE {
+                continue;
+            }
+            if sys.task(t as TaskId).policy.is_rt() {
                 continue;
             }
             let e = &self.ents[se as usize];

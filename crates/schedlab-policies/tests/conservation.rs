@@ -1,0 +1,124 @@
+//! Every policy on every built-in scenario: invariants after every event,
+//! conservation of CPU time, no task lost, and determinism.
+
+mod common;
+use common::*;
+use schedlab_policies::POLICIES;
+use schedlab_sim::{Overrides, time::NSEC_PER_MSEC};
+use std::collections::BTreeMap;
+
+fn short(params: &[(&str, i64)]) -> Overrides {
+    Overrides {
+        duration: Some(300 * NSEC_PER_MSEC),
+        params: params
+            .iter()
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect::<BTreeMap<_, _>>(),
+        ..Overrides::default()
+    }
+}
+
+#[test]
+fn small_scenarios_keep_every_invariant() {
+    let cases = [
+        ("thread-test", short(&[("threads", 5)])),
+        ("smp-fairness", short(&[("hogs", 10)])),
+        ("jitter-under-load", short(&[("workers", 24)])),
+        ("lat-ctx", short(&[])),
+        (
+            "container-quota",
+            Overrides {
+                cpus: Some(4),
+                ..short(&[])
+            },
+        ),
+    ];
+    for (name, ov) in cases {
+        let w = scenario(name, ov);
+        for p in POLICIES {
+            let r = run_checked(&w, p.name);
+            assert_conservation(&r);
+            assert_eq!(
+                r.tasks.len() as u64,
+                w.initial_tasks(),
+                "{name}/{}: tasks lost",
+                p.name
+            );
+        }
+    }
+}
+
+#[test]
+fn large_scenarios_conserve_time() {
+    for name in ["group-isolation", "group-isolation-flat", "mixed-64"] {
+        let w = scenario(name, short(&[]));
+        for p in POLICIES {
+            let r = run(&w, p.name);
+            assert_conservation(&r);
+            assert_eq!(
+                r.tasks.len() as u64,
+                w.initial_tasks(),
+                "{name}/{}: tasks lost",
+                p.name
+            );
+        }
+    }
+}
+
+#[test]
+fn same_seed_same_report_other_seed_other_report() {
+    let ov = |seed| Overrides {
+        seed: Some(seed),
+        cpus: Some(8),
+        ..short(&[])
+    };
+    for p in POLICIES {
+        let a = serde_json::to_string(&run(&scenario("mixed-64", ov(7)), p.name)).unwrap();
+        let b = serde_json::to_string(&run(&scenario("mixed-64", ov(7)), p.name)).unwrap();
+        let c = serde_json::to_string(&run(&scenario("mixed-64", ov(8)), p.name)).unwrap();
+        assert_eq!(a, b, "{}: same seed gave different reports", p.name);
+        assert_ne!(a, c, "{}: the seed changed nothing", p.name);
+    }
+}
+
+#[test]
+fn forks_and_exits_are_accounted_and_give_a_makespan() {
+    let w = workload(
+        r#"
+[machine]
+cpus = 4
+[[task]]
+name = "make"
+program = [ { loop = 20, body = [ { fork = "cc" }, { run = "100us" } ] }, { sleep = "1ms" } ]
+[[task]]
+name = "cc"
+template = true
+program = [ { run = "uniform(1ms,5ms)" }, { exit = true } ]
+"#,
+    );
+    for p in POLICIES {
+        let r = run_checked(&w, p.name);
+        assert_conservation(&r);
+        assert_eq!(
+            r.tasks.len(),
+            21,
+            "{}: every fork shows in the report",
+            p.name
+        );
+        assert!(
+            r.tasks.iter().all(|t| t.exited_at_ns.is_some()),
+            "{}: every task exits",
+            p.name
+        );
+        let m = r
+            .totals
+            .makespan_ns
+            .expect("finite workload has a makespan");
+        // 20 jobs of 1-5 ms on 4 CPUs: at least 5 ms, well under the 1 s limit.
+        assert!(
+            m > 5 * NSEC_PER_MSEC && m < 100 * NSEC_PER_MSEC,
+            "{}: makespan {m}",
+            p.name
+        );
+    }
+}
