@@ -214,11 +214,26 @@ program = [ {{ loop = "forever", body = [ {{ timer = "3ms" }}, {{ run = "100us" 
 "#
         )
     };
-    let lat = |r: &schedlab_sim::Report| r.specs.iter().find(|s| s.name == "latency").unwrap().wakeup_latency.clone();
+    let lat = |r: &schedlab_sim::Report| {
+        r.specs
+            .iter()
+            .find(|s| s.name == "latency")
+            .unwrap()
+            .wakeup_latency
+            .clone()
+    };
     let with = lat(&run(&workload(&text(1)), "eevdf"));
     let without = lat(&run(&workload(&text(0)), "eevdf"));
-    assert!(with.p99 <= 10 * NSEC_PER_USEC, "PREEMPT_SHORT p99 {}", with.p99);
-    assert!(without.p90 > 10 * NSEC_PER_MSEC, "without PREEMPT_SHORT p90 {}", without.p90);
+    assert!(
+        with.p99 <= 10 * NSEC_PER_USEC,
+        "PREEMPT_SHORT p99 {}",
+        with.p99
+    );
+    assert!(
+        without.p90 > 10 * NSEC_PER_MSEC,
+        "without PREEMPT_SHORT p90 {}",
+        without.p90
+    );
 }
 
 #[test]
