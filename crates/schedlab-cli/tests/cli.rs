@@ -111,7 +111,7 @@ fn bad_input_gets_one_clear_error() {
     );
     fails_with(
         &["run", bad.to_str().unwrap()],
-        "bad.toml:4: task 'x': unknown time unit",
+        "bad.toml:6: task 'x': unknown time unit",
     );
     let broken = temp_file("broken.toml", "[machine\ncpus = 2\n");
     fails_with(&["run", broken.to_str().unwrap()], "broken.toml:1:");
