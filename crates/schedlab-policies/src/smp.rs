@@ -89,6 +89,16 @@ pub enum IdleKind {
     NewlyIdle,
 }
 
+/// How one sched_balance_rq ended, which decides the next interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// out_balanced: nothing to do; nr_balance_failed = 0, interval doubles.
+    Balanced,
+    /// Unbalanced but nothing moved: nr_balance_failed++, interval reset.
+    Failed,
+    Moved,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum MigrationType {
     Task,
@@ -230,13 +240,12 @@ impl Balancer {
             if now < d.next_balance {
                 continue;
             }
-            let moved = self.load_balance(sys, q, cpu, level, idle);
+            let outcome = self.load_balance(sys, q, cpu, level, idle);
             let min = self.min_interval(sys, cpu, level);
             let d = self.dom_mut(cpu, level);
-            d.interval = if moved {
-                min
-            } else {
-                (d.interval * 2).min(2 * min)
+            d.interval = match outcome {
+                Outcome::Balanced => (d.interval * 2).min(2 * min),
+                Outcome::Failed | Outcome::Moved => min,
             };
             let busy_factor = if idle == IdleKind::Busy { 16 } else { 1 };
             d.next_balance = now + d.interval * busy_factor;
@@ -251,7 +260,7 @@ impl Balancer {
             if !span.clone().any(|c| q.cpu_nr(sys, c) >= 2) {
                 continue;
             }
-            if self.load_balance(sys, q, cpu, level, IdleKind::NewlyIdle) {
+            if self.load_balance(sys, q, cpu, level, IdleKind::NewlyIdle) == Outcome::Moved {
                 return;
             }
         }
@@ -312,7 +321,22 @@ impl Balancer {
         this: CpuId,
         level: usize,
         idle: IdleKind,
-    ) -> bool {
+    ) -> Outcome {
+        let outcome = self.find_and_move(sys, q, this, level, idle);
+        if outcome == Outcome::Balanced {
+            self.dom_mut(this, level).failed = 0;
+        }
+        outcome
+    }
+
+    fn find_and_move(
+        &mut self,
+        sys: &mut Sys,
+        q: &mut dyn LbQueues,
+        this: CpuId,
+        level: usize,
+        idle: IdleKind,
+    ) -> Outcome {
         let lv = self.levels[level].clone();
         let groups = self.groups(sys, this, level);
         let stats: Vec<GroupStats> = groups
@@ -320,7 +344,7 @@ impl Balancer {
             .map(|g| self.group_stats(sys, q, g.clone(), lv.imbalance_pct))
             .collect();
         let Some(local_i) = stats.iter().position(|s| s.cpus.contains(&this)) else {
-            return false;
+            return Outcome::Balanced;
         };
         let local = &stats[local_i];
 
@@ -333,7 +357,7 @@ impl Balancer {
                 .find(|&c| sys.idle(c))
                 .unwrap_or(local.cpus.start);
             if first != this {
-                return false;
+                return Outcome::Balanced;
             }
         }
 
@@ -350,7 +374,7 @@ impl Balancer {
             }
         }
         let Some(busiest_i) = busiest_i else {
-            return false;
+            return Outcome::Balanced;
         };
         let busiest = &stats[busiest_i];
         let total_load: f64 = stats.iter().map(|s| s.load).sum();
@@ -359,25 +383,25 @@ impl Balancer {
 
         // sched_balance_find_src_group's early exits.
         if local.kind > busiest.kind {
-            return false;
+            return Outcome::Balanced;
         }
         if local.kind == GroupType::Overloaded {
             if local.avg_load >= busiest.avg_load || local.avg_load >= sd_avg {
-                return false;
+                return Outcome::Balanced;
             }
             if 100.0 * busiest.avg_load <= lv.imbalance_pct as f64 * local.avg_load {
-                return false;
+                return Outcome::Balanced;
             }
         }
         if busiest.kind != GroupType::Overloaded {
             if idle == IdleKind::Busy {
-                return false;
+                return Outcome::Balanced;
             }
             if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
-                return false;
+                return Outcome::Balanced;
             }
             if busiest.nr <= 1 {
-                return false;
+                return Outcome::Balanced;
             }
         }
 
@@ -395,7 +419,7 @@ impl Balancer {
             if local.kind < GroupType::Overloaded {
                 local_avg = local.load * SCHED_CAPACITY_SCALE / local.capacity;
                 if local_avg >= busiest.avg_load || local_avg >= sd_avg {
-                    return false;
+                    return Outcome::Balanced;
                 }
             }
             let imb = ((busiest.avg_load - sd_avg) * busiest.capacity)
@@ -404,7 +428,7 @@ impl Balancer {
             (MigrationType::Load, imb)
         };
         if imbalance <= 0.0 {
-            return false;
+            return Outcome::Balanced;
         }
 
         // sched_balance_find_src_rq.
@@ -430,7 +454,9 @@ impl Balancer {
                 src = Some(c);
             }
         }
-        let Some(src) = src else { return false };
+        let Some(src) = src else {
+            return Outcome::Balanced;
+        };
 
         // detach_tasks.
         let failed = self.dom_mut(this, level).failed;
@@ -472,19 +498,21 @@ impl Balancer {
         if moved > 0 {
             d.failed = 0;
             sys.resched(this);
-            return true;
+            return Outcome::Moved;
         }
         if idle != IdleKind::NewlyIdle {
             d.failed += 1;
             if d.failed > lv.cache_nice_tries + 2 {
+                // need_active_balance: push the running task instead; the
+                // kernel then sets nr_balance_failed to cache_nice_tries + 1.
                 d.failed = lv.cache_nice_tries + 1;
                 if q.request_push(sys, src, this) {
                     self.active_moves += 1;
-                    return true;
+                    return Outcome::Moved;
                 }
             }
         }
-        false
+        Outcome::Failed
     }
 }
 
