@@ -4,9 +4,7 @@
 //! accounting. Scheduling decisions are the policy's; the engine only asks.
 
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
-use crate::report::{
-    CpuReport, Hist, Report, SCHEMA_VERSION, SpecReport, TaskReport, Totals, jain_index,
-};
+use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
 use crate::rt::{RtClass, rt_prio};
 use crate::time::Nanos;
 use crate::topology::CpuId;
@@ -876,7 +874,6 @@ impl<'w> Engine<'w> {
     fn report(mut self, stop: Nanos, finished: bool) -> Report {
         let w = self.w;
         let mut per_cpu = Vec::new();
-        let (mut busy_total, mut idle_total) = (0, 0);
         for (cpu, run) in self.cpu_run.iter_mut().enumerate() {
             if let Some(since) = run.idle_since.take() {
                 run.idle_ns += stop - since.min(stop);
@@ -884,118 +881,69 @@ impl<'w> Engine<'w> {
             if self.sys.cpus[cpu].curr.is_some() {
                 run.overhead_ns += run.exec_start.min(stop) - run.switch_at.min(stop);
             }
-            let busy = stop - run.idle_ns;
-            busy_total += busy;
-            idle_total += run.idle_ns;
             per_cpu.push(CpuReport {
                 cpu: cpu as u32,
-                busy_ns: busy,
+                busy_ns: stop - run.idle_ns,
                 idle_ns: run.idle_ns,
                 switch_overhead_ns: run.overhead_ns,
             });
         }
-        let secs = stop.max(1) as f64 / 1e9;
-        let mut tasks = Vec::with_capacity(self.sys.tasks.len());
-        let (mut vol, mut invol, mut work, mut runs) = (0, 0, 0, 0);
-        let mut full_life = Vec::new();
-        for (t, info) in self.sys.tasks.iter().enumerate() {
-            let s = &self.stats[t];
-            if info.state == TaskState::New {
-                continue;
-            }
-            let spec = &w.tasks[info.spec as usize];
-            let life = s.exited.unwrap_or(stop).saturating_sub(s.created).max(1);
-            vol += s.voluntary;
-            invol += s.involuntary;
-            work += s.work;
-            runs += s.runs_done;
-            if s.created == 0 && s.exited.is_none() {
-                full_life.push(info.sum_exec as f64);
-            }
-            tasks.push(TaskReport {
-                name: if spec.count > 1 || spec.template {
-                    format!("{}-{}", spec.name, t)
-                } else {
-                    spec.name.clone()
-                },
-                spec: info.spec,
-                cpu_time_ns: info.sum_exec,
-                cpu_share_pct: info.sum_exec as f64 * 100.0 / life as f64,
-                run_delay_ns: s.run_delay,
-                wakeups: s.wakeups,
-                wakeup_latency_avg_ns: (s.wakeups > 0).then(|| s.lat_sum / s.wakeups.max(1)),
-                wakeup_latency_max_ns: (s.wakeups > 0).then_some(s.lat_max),
-                voluntary_switches: s.voluntary,
-                involuntary_switches: s.involuntary,
-                migrations: s.migrations,
-                exited_at_ns: s.exited,
-            });
-        }
-        let mut all_lat = Hist::default();
-        let mut all_rps = Hist::default();
-        let mut specs = Vec::new();
-        for (i, spec) in w.tasks.iter().enumerate() {
-            all_lat.merge(&self.spec_lat[i]);
-            all_rps.merge(&self.spec_rps[i]);
-            let shares: Vec<f64> = tasks
-                .iter()
-                .filter(|t| t.spec == i as u32)
-                .map(|t| t.cpu_share_pct)
-                .collect();
-            if shares.is_empty() {
-                continue;
-            }
-            specs.push(SpecReport {
-                name: spec.name.clone(),
-                tasks: shares.len() as u64,
-                cpu_share_min_pct: shares.iter().cloned().fold(f64::INFINITY, f64::min),
-                cpu_share_avg_pct: shares.iter().sum::<f64>() / shares.len() as f64,
-                cpu_share_max_pct: shares.iter().cloned().fold(0.0, f64::max),
-                wakeup_latency: self.spec_lat[i].summary(),
-                runtime_per_switch: self.spec_rps[i].summary(),
-            });
-        }
-        let mut tunables: Vec<(String, i64)> = self
-            .policy
-            .tunables()
-            .into_iter()
-            .map(|t| (t.name.to_string(), t.value))
+        let raw: Vec<TaskRaw> = self
+            .sys
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, info)| info.state != TaskState::New)
+            .map(|(t, info)| {
+                let s = &self.stats[t];
+                let spec = &w.tasks[info.spec as usize];
+                TaskRaw {
+                    name: if spec.count > 1 || spec.template {
+                        format!("{}-{}", spec.name, t)
+                    } else {
+                        spec.name.clone()
+                    },
+                    spec: info.spec,
+                    cpu_time: info.sum_exec,
+                    created: s.created,
+                    exited: s.exited,
+                    run_delay: s.run_delay,
+                    wakeups: s.wakeups,
+                    lat_sum: s.lat_sum,
+                    lat_max: s.lat_max,
+                    voluntary: s.voluntary,
+                    involuntary: s.involuntary,
+                    migrations: s.migrations,
+                    work: s.work,
+                    runs: s.runs_done,
+                }
+            })
             .collect();
-        tunables.sort();
-        Report {
-            schema_version: SCHEMA_VERSION,
+        let frame = ReportFrame {
             source: "simulated".into(),
             scheduler: self.policy.name().into(),
             workload: w.name.clone(),
             seed: w.seed,
             cpus: self.sys.nr_cpus,
             hz: w.machine.hz,
-            duration_ns: stop,
-            tunables,
-            totals: Totals {
-                context_switches: self.switches,
-                context_switches_per_sec: self.switches as f64 / secs,
-                voluntary_switches: vol,
-                involuntary_switches: invol,
-                migrations: self.sys.migrations,
-                jain_fairness: jain_index(&full_life),
-                work_done_ns: work,
-                throughput_runs_per_sec: runs as f64 / secs,
-                makespan_ns: finished.then_some(stop),
-                busy_ns: busy_total,
-                idle_ns: idle_total,
-                utilization_pct: busy_total as f64 * 100.0
-                    / (stop.max(1) as f64 * self.sys.nr_cpus as f64),
-                events: self.events,
-            },
-            wakeup_latency: all_lat.summary(),
-            runtime_per_switch: all_rps.summary(),
-            specs,
-            tasks,
+            stop,
+            finished,
+            tunables: self
+                .policy
+                .tunables()
+                .into_iter()
+                .map(|t| (t.name.to_string(), t.value))
+                .collect(),
+            context_switches: self.switches,
+            migrations: self.sys.migrations,
+            events: self.events,
             per_cpu,
             extra: self.policy.extra_metrics(&self.sys),
             absent: Vec::new(),
-        }
+            host: None,
+        };
+        let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
+        assemble(frame, raw, &names, &self.spec_lat, &self.spec_rps)
     }
 }
 

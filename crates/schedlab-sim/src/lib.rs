@@ -3,6 +3,7 @@
 
 pub mod dist;
 pub mod engine;
+pub mod ftrace;
 pub mod policy;
 pub mod report;
 mod rt;

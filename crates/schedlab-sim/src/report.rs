@@ -212,6 +212,163 @@ pub struct Report {
     pub extra: Vec<(String, f64)>,
     /// Metrics the source could not measure (host runs without tracefs).
     pub absent: Vec<String>,
+    /// What the real machine was, for host runs.
+    pub host: Option<HostInfo>,
+}
+
+/// The kernel a host run measured, and what it could and could not use.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct HostInfo {
+    pub kernel_release: String,
+    pub hz: Option<u32>,
+    pub preempt: Option<String>,
+    /// "tracefs instance" or why not.
+    pub tracing: String,
+    /// "cgroup v1 cpu controller", "cgroup v2" or why not.
+    pub cgroups: String,
+    pub notes: Vec<String>,
+}
+
+/// One task's raw figures, from which [`assemble`] builds the report.
+#[derive(Clone, Debug, Default)]
+pub struct TaskRaw {
+    pub name: String,
+    pub spec: u32,
+    pub cpu_time: Nanos,
+    pub created: Nanos,
+    pub exited: Option<Nanos>,
+    pub run_delay: Nanos,
+    pub wakeups: u64,
+    pub lat_sum: Nanos,
+    pub lat_max: Nanos,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    pub migrations: u64,
+    pub work: Nanos,
+    pub runs: u64,
+}
+
+/// Everything of a report that is not derived from the tasks.
+pub struct ReportFrame {
+    pub source: String,
+    pub scheduler: String,
+    pub workload: String,
+    pub seed: u64,
+    pub cpus: u32,
+    pub hz: u32,
+    pub stop: Nanos,
+    pub finished: bool,
+    pub tunables: Vec<(String, i64)>,
+    pub context_switches: u64,
+    pub migrations: u64,
+    pub events: u64,
+    pub per_cpu: Vec<CpuReport>,
+    pub extra: Vec<(String, f64)>,
+    pub absent: Vec<String>,
+    pub host: Option<HostInfo>,
+}
+
+/// Builds a report: task rows, per-spec aggregates and totals, the same way
+/// for simulated and real runs. `spec_names[i]` names spec i, whose
+/// histograms are `spec_lat[i]` and `spec_rps[i]`.
+pub fn assemble(
+    frame: ReportFrame,
+    raw: Vec<TaskRaw>,
+    spec_names: &[String],
+    spec_lat: &[Hist],
+    spec_rps: &[Hist],
+) -> Report {
+    let stop = frame.stop;
+    let secs = stop.max(1) as f64 / 1e9;
+    let (mut vol, mut invol, mut work, mut runs) = (0, 0, 0, 0);
+    let mut full_life = Vec::new();
+    let mut tasks = Vec::with_capacity(raw.len());
+    for t in raw {
+        let life = t.exited.unwrap_or(stop).saturating_sub(t.created).max(1);
+        vol += t.voluntary;
+        invol += t.involuntary;
+        work += t.work;
+        runs += t.runs;
+        if t.created == 0 && t.exited.is_none() {
+            full_life.push(t.cpu_time as f64);
+        }
+        tasks.push(TaskReport {
+            name: t.name,
+            spec: t.spec,
+            cpu_time_ns: t.cpu_time,
+            cpu_share_pct: t.cpu_time as f64 * 100.0 / life as f64,
+            run_delay_ns: t.run_delay,
+            wakeups: t.wakeups,
+            wakeup_latency_avg_ns: (t.wakeups > 0).then(|| t.lat_sum / t.wakeups.max(1)),
+            wakeup_latency_max_ns: (t.wakeups > 0).then_some(t.lat_max),
+            voluntary_switches: t.voluntary,
+            involuntary_switches: t.involuntary,
+            migrations: t.migrations,
+            exited_at_ns: t.exited,
+        });
+    }
+    let mut all_lat = Hist::default();
+    let mut all_rps = Hist::default();
+    let mut specs = Vec::new();
+    for (i, name) in spec_names.iter().enumerate() {
+        all_lat.merge(&spec_lat[i]);
+        all_rps.merge(&spec_rps[i]);
+        let shares: Vec<f64> = tasks
+            .iter()
+            .filter(|t| t.spec == i as u32)
+            .map(|t| t.cpu_share_pct)
+            .collect();
+        if shares.is_empty() {
+            continue;
+        }
+        specs.push(SpecReport {
+            name: name.clone(),
+            tasks: shares.len() as u64,
+            cpu_share_min_pct: shares.iter().cloned().fold(f64::INFINITY, f64::min),
+            cpu_share_avg_pct: shares.iter().sum::<f64>() / shares.len() as f64,
+            cpu_share_max_pct: shares.iter().cloned().fold(0.0, f64::max),
+            wakeup_latency: spec_lat[i].summary(),
+            runtime_per_switch: spec_rps[i].summary(),
+        });
+    }
+    let busy: Nanos = frame.per_cpu.iter().map(|c| c.busy_ns).sum();
+    let idle: Nanos = frame.per_cpu.iter().map(|c| c.idle_ns).sum();
+    let mut tunables = frame.tunables;
+    tunables.sort();
+    Report {
+        schema_version: SCHEMA_VERSION,
+        source: frame.source,
+        scheduler: frame.scheduler,
+        workload: frame.workload,
+        seed: frame.seed,
+        cpus: frame.cpus,
+        hz: frame.hz,
+        duration_ns: stop,
+        tunables,
+        totals: Totals {
+            context_switches: frame.context_switches,
+            context_switches_per_sec: frame.context_switches as f64 / secs,
+            voluntary_switches: vol,
+            involuntary_switches: invol,
+            migrations: frame.migrations,
+            jain_fairness: jain_index(&full_life),
+            work_done_ns: work,
+            throughput_runs_per_sec: runs as f64 / secs,
+            makespan_ns: frame.finished.then_some(stop),
+            busy_ns: busy,
+            idle_ns: idle,
+            utilization_pct: busy as f64 * 100.0 / (stop.max(1) as f64 * frame.cpus.max(1) as f64),
+            events: frame.events,
+        },
+        wakeup_latency: all_lat.summary(),
+        runtime_per_switch: all_rps.summary(),
+        specs,
+        tasks,
+        per_cpu: frame.per_cpu,
+        extra: frame.extra,
+        absent: frame.absent,
+        host: frame.host,
+    }
 }
 
 /// Jain's fairness index: (sum x)^2 / (n * sum x^2).
