@@ -43,6 +43,18 @@ enum Command {
         /// Comma-separated schedulers (default: all).
         #[arg(long, value_delimiter = ',')]
         sched: Vec<String>,
+        /// Also run the workload on this machine's kernel, as real threads.
+        #[arg(long)]
+        host: bool,
+        #[command(flatten)]
+        host_opts: HostArgs,
+    },
+    /// Run a workload as real threads on this machine's kernel.
+    Host {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        host_opts: HostArgs,
     },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
@@ -52,6 +64,30 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+}
+
+#[derive(Args)]
+struct HostArgs {
+    /// Do not record sched events with tracefs on the real kernel.
+    #[arg(long)]
+    no_trace: bool,
+    /// Do not create the workload's cgroups on the real kernel.
+    #[arg(long)]
+    no_groups: bool,
+}
+
+impl HostArgs {
+    fn options(&self) -> schedlab_host::HostOptions {
+        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups }
+    }
+}
+
+fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
+    let run = schedlab_host::run(w, &args.options())?;
+    for warning in &run.warnings {
+        eprintln!("schedlab: host: {warning}");
+    }
+    Ok(run.report)
 }
 
 #[derive(Args)]
@@ -82,18 +118,14 @@ struct Common {
 }
 
 fn parse_kv(s: &str) -> Result<(String, i64), String> {
-    let (k, v) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not NAME=VALUE, e.g. base_slice_ns=3000000"))?;
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("'{s}' is not NAME=VALUE, e.g. base_slice_ns=3000000"))?;
     let v = v.trim();
     let value = match v {
         "true" | "on" => 1,
         "false" | "off" => 0,
         _ => match parse_duration(v) {
             Ok(ns) if v.ends_with('s') => ns as i64,
-            _ => v
-                .parse::<i64>()
-                .map_err(|_| format!("value '{v}' of {k} is not an integer"))?,
+            _ => v.parse::<i64>().map_err(|_| format!("value '{v}' of {k} is not an integer"))?,
         },
     };
     Ok((k.trim().to_string(), value))
@@ -109,8 +141,8 @@ fn load_workload(c: &Common) -> Result<Workload> {
     };
     let path = std::path::Path::new(&c.workload);
     let (text, origin) = if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read workload file {}", c.workload))?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("cannot read workload file {}", c.workload))?;
         (text, c.workload.clone())
     } else if let Some(text) = scenarios::builtin(&c.workload) {
         (text.to_string(), format!("scenarios/{}.toml", c.workload))
@@ -118,19 +150,13 @@ fn load_workload(c: &Common) -> Result<Workload> {
         bail!(
             "no file and no built-in scenario named '{}': give a path to a workload TOML or one of: {}",
             c.workload,
-            scenarios::SCENARIOS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
+            scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     };
     let w = Workload::from_toml(&text, &origin, &ov)?;
     for name in ov.params.keys() {
         if !text.contains(name.as_str()) {
-            bail!(
-                "--param {name}: the workload has no parameter named '{name}' (see its [params])"
-            );
+            bail!("--param {name}: the workload has no parameter named '{name}' (see its [params])");
         }
     }
     Ok(w)
@@ -152,11 +178,7 @@ fn main() {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run {
-            common,
-            sched,
-            tasks,
-        } => {
+        Command::Run { common, sched, tasks } => {
             let w = load_workload(&common)?;
             let report = simulate(&w, &sched)?;
             if common.json {
@@ -179,23 +201,31 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Compare { common, sched } => {
+        Command::Host { common, host_opts } => {
             let w = load_workload(&common)?;
-            let names: Vec<String> = if sched.is_empty() {
-                POLICIES.iter().map(|p| p.name.to_string()).collect()
+            let report = run_host(&w, &host_opts)?;
+            if common.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                sched
-            };
+                print!("{}", render::run_summary(&report, common.hist));
+            }
+        }
+        Command::Compare { common, sched, host, host_opts } => {
+            let w = load_workload(&common)?;
+            let names: Vec<String> =
+                if sched.is_empty() { POLICIES.iter().map(|p| p.name.to_string()).collect() } else { sched };
             for n in &names {
                 if !POLICIES.iter().any(|p| p.name == n) {
                     // Build once for the error message naming the choices.
                     schedlab_policies::build(n, &w).map_err(|e| anyhow!(e))?;
                 }
             }
-            let reports: Vec<Report> = names
-                .par_iter()
-                .map(|n| simulate(&w, n))
-                .collect::<Result<_>>()?;
+            let mut reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
+            // The real run goes last and alone, so the simulations do not
+            // compete with it for CPUs.
+            if host {
+                reports.push(run_host(&w, &host_opts)?);
+            }
             if common.json {
                 println!("{}", serde_json::to_string_pretty(&reports)?);
             } else {
@@ -211,14 +241,8 @@ fn run(cli: Cli) -> Result<()> {
                 if common.hist {
                     for r in &reports {
                         println!("\n{}:", r.scheduler);
-                        print!(
-                            "{}",
-                            render::log2_hist("wakeup_latency_ns", &r.wakeup_latency)
-                        );
-                        print!(
-                            "{}",
-                            render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch)
-                        );
+                        print!("{}", render::log2_hist("wakeup_latency_ns", &r.wakeup_latency));
+                        print!("{}", render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
                     }
                 }
             }
@@ -255,23 +279,11 @@ fn list() {
 fn bench(quick: bool) -> Result<()> {
     let scale = if quick { 5 } else { 1 };
     let cases: Vec<(&str, Common)> = vec![
-        (
-            "thread-test N=4096, 1 CPU busy",
-            common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale),
-        ),
-        (
-            "jitter-under-load, 8 CPUs",
-            common("jitter-under-load", &[], 2_000_000_000 / scale),
-        ),
-        (
-            "mixed-64: 64 CPUs, 2,000 tasks",
-            common("mixed-64", &[], 1_000_000_000 / scale),
-        ),
+        ("thread-test N=4096, 1 CPU busy", common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale)),
+        ("jitter-under-load, 8 CPUs", common("jitter-under-load", &[], 2_000_000_000 / scale)),
+        ("mixed-64: 64 CPUs, 2,000 tasks", common("mixed-64", &[], 1_000_000_000 / scale)),
     ];
-    println!(
-        "{:<34} {:<7} {:>12} {:>14} {:>16}",
-        "workload", "sched", "events", "events/s", "sim s / wall s"
-    );
+    println!("{:<34} {:<7} {:>12} {:>14} {:>16}", "workload", "sched", "events", "events/s", "sim s / wall s");
     for (label, c) in cases {
         let w = load_workload(&c)?;
         for p in POLICIES {

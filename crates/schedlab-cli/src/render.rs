@@ -12,6 +12,26 @@ fn us(ns: u64) -> String {
 
 /// One row per report: the numbers people quote for schedulers.
 pub fn comparison_table(reports: &[Report]) -> String {
+    let mut out = table_rows(reports);
+    for r in reports.iter().filter(|r| r.host.is_some()) {
+        let h = r.host.as_ref().expect("filtered");
+        let _ = writeln!(
+            out,
+            "\n{}: HZ={}, preemption {}; tracing: {}; groups: {}",
+            r.scheduler,
+            h.hz.map_or("unknown".into(), |v| v.to_string()),
+            h.preempt.as_deref().unwrap_or("unknown"),
+            h.tracing,
+            h.cgroups
+        );
+        for n in &h.notes {
+            let _ = writeln!(out, "  note: {n}");
+        }
+    }
+    out
+}
+
+fn table_rows(reports: &[Report]) -> String {
     let headers = [
         "scheduler",
         "ctxsw/s",
@@ -31,9 +51,7 @@ pub fn comparison_table(reports: &[Report]) -> String {
         let secs = r.duration_ns.max(1) as f64 / 1e9;
         let t = &r.totals;
         let shares: Vec<f64> = r.tasks.iter().map(|t| t.cpu_share_pct).collect();
-        let (min, max) = shares
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(a, b), &s| (a.min(s), b.max(s)));
+        let (min, max) = shares.iter().fold((f64::MAX, 0.0f64), |(a, b), &s| (a.min(s), b.max(s)));
         let avg = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
         let w = &r.wakeup_latency;
         let wake = |v: u64| if w.count == 0 { "-".to_string() } else { us(v) };
@@ -42,20 +60,12 @@ pub fn comparison_table(reports: &[Report]) -> String {
             format!("{:.0}", t.context_switches_per_sec),
             format!("{:.0}", t.involuntary_switches as f64 / secs),
             format!("{:.1}", t.migrations as f64 / secs),
-            if shares.is_empty() {
-                "-".into()
-            } else {
-                format!("{min:.1}/{avg:.1}/{max:.1}")
-            },
+            if shares.is_empty() { "-".into() } else { format!("{min:.1}/{avg:.1}/{max:.1}") },
             format!("{:.3}", t.jain_fairness),
             wake(w.mean),
             wake(w.p99),
             wake(w.max),
-            if r.runtime_per_switch.count == 0 {
-                "-".into()
-            } else {
-                format_duration(r.runtime_per_switch.p50)
-            },
+            if r.runtime_per_switch.count == 0 { "-".into() } else { format_duration(r.runtime_per_switch.p50) },
             format!("{:.0}", t.throughput_runs_per_sec),
             t.makespan_ns.map_or("-".into(), format_duration),
         ]);
@@ -76,26 +86,12 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(i, (c, w))| {
-                if i == 0 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
+            .map(|(i, (c, w))| if i == 0 { format!("{c:<w$}") } else { format!("{c:>w$}") })
             .collect();
         let _ = writeln!(out, "{}", parts.join("  ").trim_end());
     };
     line(headers.to_vec(), &mut out);
-    let _ = writeln!(
-        out,
-        "{}",
-        widths
-            .iter()
-            .map(|w| "-".repeat(*w))
-            .collect::<Vec<_>>()
-            .join("  ")
-    );
+    let _ = writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "));
     for row in rows {
         line(row.iter().map(String::as_str).collect(), &mut out);
     }
@@ -103,12 +99,7 @@ fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 fn si(v: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1 << 40, "T"),
-        (1 << 30, "G"),
-        (1 << 20, "M"),
-        (1 << 10, "K"),
-    ];
+    const UNITS: [(u64, &str); 4] = [(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
     for (scale, unit) in UNITS {
         if v >= scale && v.is_multiple_of(scale) {
             return format!("{}{unit}", v / scale);
@@ -178,24 +169,29 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
         t.utilization_pct,
         t.jain_fairness,
         t.throughput_runs_per_sec,
-        t.makespan_ns.map_or(String::new(), |m| format!(
-            ", makespan {}",
-            format_duration(m)
-        ))
+        t.makespan_ns.map_or(String::new(), |m| format!(", makespan {}", format_duration(m)))
     );
     for (k, v) in &r.extra {
         let _ = writeln!(out, "{k}: {v}");
     }
+    if let Some(h) = &r.host {
+        let hz = h.hz.map_or("unknown".to_string(), |hz| hz.to_string());
+        let preempt = h.preempt.as_deref().unwrap_or("unknown");
+        let _ = writeln!(out, "kernel {}: HZ={hz}, preemption {preempt}", h.kernel_release);
+        let _ = writeln!(out, "tracing: {}\ngroups: {}", h.tracing, h.cgroups);
+        for n in &h.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+    }
+    if !r.tunables.is_empty() && r.source == "host" {
+        let t: Vec<String> = r.tunables.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(out, "tunables read: {}", t.join(" "));
+    }
+    for a in &r.absent {
+        let _ = writeln!(out, "absent: {a}");
+    }
     let _ = writeln!(out);
-    let headers = [
-        "task",
-        "n",
-        "%CPU min/avg/max",
-        "wake avg us",
-        "wake p99 us",
-        "wake max us",
-        "run/switch p50",
-    ];
+    let headers = ["task", "n", "%CPU min/avg/max", "wake avg us", "wake p99 us", "wake max us", "run/switch p50"];
     let rows: Vec<Vec<String>> = r
         .specs
         .iter()
@@ -205,18 +201,11 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
             vec![
                 s.name.clone(),
                 s.tasks.to_string(),
-                format!(
-                    "{:.1}/{:.1}/{:.1}",
-                    s.cpu_share_min_pct, s.cpu_share_avg_pct, s.cpu_share_max_pct
-                ),
+                format!("{:.1}/{:.1}/{:.1}", s.cpu_share_min_pct, s.cpu_share_avg_pct, s.cpu_share_max_pct),
                 wake(w.mean),
                 wake(w.p99),
                 wake(w.max),
-                if s.runtime_per_switch.count == 0 {
-                    "-".into()
-                } else {
-                    format_duration(s.runtime_per_switch.p50)
-                },
+                if s.runtime_per_switch.count == 0 { "-".into() } else { format_duration(s.runtime_per_switch.p50) },
             ]
         })
         .collect();

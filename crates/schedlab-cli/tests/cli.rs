@@ -4,26 +4,17 @@
 use std::process::{Command, Output};
 
 fn schedlab(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
+    Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("the binary runs")
 }
 
 fn fails_with(args: &[&str], needle: &str) {
     let out = schedlab(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{args:?} should fail");
-    assert!(
-        err.contains(needle),
-        "{args:?}: stderr lacks '{needle}':\n{err}"
-    );
+    assert!(err.contains(needle), "{args:?}: stderr lacks '{needle}':\n{err}");
     assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
     // One error line; clap adds its "try '--help'" hint to usage errors.
-    let lines = err
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
-        .count();
+    let lines = err.lines().filter(|l| !l.trim().is_empty() && !l.starts_with("For more information")).count();
     assert_eq!(lines, 1, "{args:?}: one error line, got:\n{err}");
 }
 
@@ -41,10 +32,7 @@ fn compare_on_a_builtin_scenario_prints_every_scheduler() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for name in ["cfs", "eevdf"] {
-        assert!(
-            text.lines().any(|l| l.starts_with(name)),
-            "no row for {name}:\n{text}"
-        );
+        assert!(text.lines().any(|l| l.starts_with(name)), "no row for {name}:\n{text}");
     }
 }
 
@@ -63,56 +51,28 @@ fn histograms_print_in_bpftrace_layout() {
     let out = schedlab(&["run", "jitter-under-load", "--duration", "100ms", "--hist"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("@wakeup_latency_ns:"), "{text}");
-    assert!(
-        text.lines()
-            .any(|l| l.starts_with('[') && l.contains('|') && l.contains('@')),
-        "{text}"
-    );
+    assert!(text.lines().any(|l| l.starts_with('[') && l.contains('|') && l.contains('@')), "{text}");
 }
 
 #[test]
 fn bad_input_gets_one_clear_error() {
+    fails_with(&["run", "no-such-workload"], "no file and no built-in scenario named 'no-such-workload'");
+    fails_with(&["run", "thread-test", "--sched", "bfs2"], "unknown scheduler 'bfs2': choose one of cfs, eevdf");
+    fails_with(&["compare", "thread-test", "--sched", "cfs,nope"], "unknown scheduler 'nope'");
+    fails_with(&["run", "thread-test", "--set", "bogus_ns=1"], "unknown tunable 'bogus_ns'");
+    fails_with(&["run", "thread-test", "--param", "thraeds=4"], "no parameter named 'thraeds'");
+    fails_with(&["run", "thread-test", "--cpus", "0"], "schedlab simulates 1 to 4096 CPUs");
+    let pinned =
+        temp_file("pinned.toml", "[[task]]\nname = \"p\"\naffinity = \"2\"\nprogram = [ { run = \"1ms\" } ]\n");
     fails_with(
-        &["run", "no-such-workload"],
-        "no file and no built-in scenario named 'no-such-workload'",
+        &["run", pinned.to_str().unwrap(), "--cpus", "2"],
+        "CPU 2 in '2' does not exist: the machine has CPUs 0-1",
     );
-    fails_with(
-        &["run", "thread-test", "--sched", "bfs2"],
-        "unknown scheduler 'bfs2': choose one of cfs, eevdf",
-    );
-    fails_with(
-        &["compare", "thread-test", "--sched", "cfs,nope"],
-        "unknown scheduler 'nope'",
-    );
-    fails_with(
-        &["run", "thread-test", "--set", "bogus_ns=1"],
-        "unknown tunable 'bogus_ns'",
-    );
-    fails_with(
-        &["run", "thread-test", "--param", "thraeds=4"],
-        "no parameter named 'thraeds'",
-    );
-    fails_with(
-        &["run", "thread-test", "--cpus", "0"],
-        "schedlab simulates 1 to 4096 CPUs",
-    );
-    fails_with(
-        &["run", "jitter-under-load", "--cpus", "2"],
-        "CPU 2 in '2' does not exist",
-    );
-    fails_with(
-        &["run", "thread-test", "--set", "base_slice_ns"],
-        "is not NAME=VALUE",
-    );
+    fails_with(&["run", "thread-test", "--set", "base_slice_ns"], "is not NAME=VALUE");
 
-    let bad = temp_file(
-        "bad.toml",
-        "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n",
-    );
-    fails_with(
-        &["run", bad.to_str().unwrap()],
-        "bad.toml:6: task 'x': unknown time unit",
-    );
+    let bad =
+        temp_file("bad.toml", "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n");
+    fails_with(&["run", bad.to_str().unwrap()], "bad.toml:6: task 'x': unknown time unit");
     let broken = temp_file("broken.toml", "[machine\ncpus = 2\n");
     fails_with(&["run", broken.to_str().unwrap()], "broken.toml:1:");
 }
@@ -121,14 +81,7 @@ fn bad_input_gets_one_clear_error() {
 fn list_names_schedulers_tunables_and_scenarios() {
     let out = schedlab(&["list"]);
     let text = String::from_utf8_lossy(&out.stdout);
-    for needle in [
-        "eevdf",
-        "base_slice_ns",
-        "sched_latency_ns",
-        "RUN_TO_PARITY",
-        "thread-test",
-        "container-quota",
-    ] {
+    for needle in ["eevdf", "base_slice_ns", "sched_latency_ns", "RUN_TO_PARITY", "thread-test", "container-quota"] {
         assert!(text.contains(needle), "list lacks {needle}");
     }
 }

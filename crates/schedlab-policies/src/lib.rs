@@ -35,11 +35,7 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
         "eevdf" => Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?)),
         other => Err(format!(
             "unknown scheduler '{other}': choose one of {}",
-            POLICIES
-                .iter()
-                .map(|p| p.name)
-                .collect::<Vec<_>>()
-                .join(", ")
+            POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
         )),
     }
 }

@@ -114,10 +114,7 @@ pub struct LbTunables {
 
 impl Default for LbTunables {
     fn default() -> Self {
-        LbTunables {
-            migration_cost_ns: 500_000,
-            nr_migrate: 32,
-        }
+        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32 }
     }
 }
 
@@ -136,25 +133,13 @@ impl Balancer {
     pub fn new(t: &Topology, tun: LbTunables) -> Balancer {
         let mut levels = Vec::new();
         if t.threads_per_core > 1 {
-            levels.push(Level {
-                kind: LevelKind::Smt,
-                imbalance_pct: 110,
-                cache_nice_tries: 0,
-            });
+            levels.push(Level { kind: LevelKind::Smt, imbalance_pct: 110, cache_nice_tries: 0 });
         }
         if t.cores_per_llc > 1 {
-            levels.push(Level {
-                kind: LevelKind::Mc,
-                imbalance_pct: 117,
-                cache_nice_tries: 1,
-            });
+            levels.push(Level { kind: LevelKind::Mc, imbalance_pct: 117, cache_nice_tries: 1 });
         }
         if t.llcs > 1 {
-            levels.push(Level {
-                kind: LevelKind::Pkg,
-                imbalance_pct: 117,
-                cache_nice_tries: 1,
-            });
+            levels.push(Level { kind: LevelKind::Pkg, imbalance_pct: 117, cache_nice_tries: 1 });
         }
         let mut b = Balancer {
             dom: Vec::with_capacity(levels.len() * t.nr_cpus() as usize),
@@ -168,11 +153,7 @@ impl Balancer {
         for cpu in 0..t.nr_cpus() {
             for l in 0..b.levels.len() {
                 let interval = b.span(t, cpu, l).len() as Nanos * 1_000_000;
-                b.dom.push(DomState {
-                    next_balance: interval,
-                    interval,
-                    failed: 0,
-                });
+                b.dom.push(DomState { next_balance: interval, interval, failed: 0 });
             }
         }
         b
@@ -227,13 +208,7 @@ impl Balancer {
         }
     }
 
-    fn rebalance_domains(
-        &mut self,
-        sys: &mut Sys,
-        q: &mut dyn LbQueues,
-        cpu: CpuId,
-        idle: IdleKind,
-    ) {
+    fn rebalance_domains(&mut self, sys: &mut Sys, q: &mut dyn LbQueues, cpu: CpuId, idle: IdleKind) {
         for level in 0..self.levels.len() {
             let now = sys.now;
             let d = *self.dom_mut(cpu, level);
@@ -308,9 +283,7 @@ impl Balancer {
         }
         match a.kind {
             GroupType::Overloaded | GroupType::FullyBusy => a.avg_load > b.avg_load,
-            GroupType::HasSpare => {
-                a.idle_cpus < b.idle_cpus || (a.idle_cpus == b.idle_cpus && a.nr > b.nr)
-            }
+            GroupType::HasSpare => a.idle_cpus < b.idle_cpus || (a.idle_cpus == b.idle_cpus && a.nr > b.nr),
         }
     }
 
@@ -339,10 +312,8 @@ impl Balancer {
     ) -> Outcome {
         let lv = self.levels[level].clone();
         let groups = self.groups(sys, this, level);
-        let stats: Vec<GroupStats> = groups
-            .iter()
-            .map(|g| self.group_stats(sys, q, g.clone(), lv.imbalance_pct))
-            .collect();
+        let stats: Vec<GroupStats> =
+            groups.iter().map(|g| self.group_stats(sys, q, g.clone(), lv.imbalance_pct)).collect();
         let Some(local_i) = stats.iter().position(|s| s.cpus.contains(&this)) else {
             return Outcome::Balanced;
         };
@@ -351,11 +322,7 @@ impl Balancer {
         // should_we_balance: one CPU per group does the periodic work: the
         // first idle one, or the first one.
         if idle != IdleKind::NewlyIdle && local.weight > 1 {
-            let first = local
-                .cpus
-                .clone()
-                .find(|&c| sys.idle(c))
-                .unwrap_or(local.cpus.start);
+            let first = local.cpus.clone().find(|&c| sys.idle(c)).unwrap_or(local.cpus.start);
             if first != this {
                 return Outcome::Balanced;
             }
@@ -422,8 +389,7 @@ impl Balancer {
                     return Outcome::Balanced;
                 }
             }
-            let imb = ((busiest.avg_load - sd_avg) * busiest.capacity)
-                .min((sd_avg - local_avg) * local.capacity)
+            let imb = ((busiest.avg_load - sd_avg) * busiest.capacity).min((sd_avg - local_avg) * local.capacity)
                 / SCHED_CAPACITY_SCALE;
             (MigrationType::Load, imb)
         };
@@ -517,23 +483,13 @@ impl Balancer {
 }
 
 /// select_task_rq_fair for the shared per-CPU-runqueue policies.
-pub fn select_task_rq(
-    sys: &Sys,
-    q: &dyn LbQueues,
-    t: TaskId,
-    prev: CpuId,
-    kind: WakeKind,
-) -> CpuId {
+pub fn select_task_rq(sys: &Sys, q: &dyn LbQueues, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
     if let Some(aff) = &sys.task(t).affinity
         && aff.count() == 1
     {
         return aff.first().expect("non-empty");
     }
-    let prev = if sys.allowed(t, prev) {
-        prev
-    } else {
-        first_allowed(sys, t)
-    };
+    let prev = if sys.allowed(t, prev) { prev } else { first_allowed(sys, t) };
     match kind {
         WakeKind::New => find_idlest_cpu(sys, q, t, prev),
         WakeKind::Wakeup { waker_cpu, sync } => {
@@ -550,22 +506,11 @@ pub fn select_task_rq(
 }
 
 fn first_allowed(sys: &Sys, t: TaskId) -> CpuId {
-    sys.task(t)
-        .affinity
-        .as_ref()
-        .and_then(|a| a.first())
-        .unwrap_or(0)
+    sys.task(t).affinity.as_ref().and_then(|a| a.first()).unwrap_or(0)
 }
 
 /// wake_affine_idle, then wake_affine_weight.
-fn wake_affine(
-    sys: &Sys,
-    q: &dyn LbQueues,
-    t: TaskId,
-    this: CpuId,
-    prev: CpuId,
-    sync: bool,
-) -> CpuId {
+fn wake_affine(sys: &Sys, q: &dyn LbQueues, t: TaskId, this: CpuId, prev: CpuId, sync: bool) -> CpuId {
     if sys.idle(this) && sys.topology.share_cache(this, prev) {
         return if sys.idle(prev) { prev } else { this };
     }
@@ -579,49 +524,33 @@ fn wake_affine(
     let mut this_eff = q.cpu_load(sys, this);
     if sync {
         // The waker is about to sleep: its load leaves this CPU.
-        let cur = sys.cpus[this as usize]
-            .curr
-            .map_or(0.0, |c| q.task_load(sys, c));
+        let cur = sys.cpus[this as usize].curr.map_or(0.0, |c| q.task_load(sys, c));
         this_eff = (this_eff - cur).max(0.0);
     }
     this_eff += task_load;
     // prev_eff_load scaled by 100 + (imbalance_pct - 100) / 2 (sd imbalance 117).
     let prev_eff = (q.cpu_load(sys, prev) - task_load).max(0.0) * (100.0 + 17.0 / 2.0);
-    if this_eff * 100.0 < prev_eff {
-        this
-    } else {
-        prev
-    }
+    if this_eff * 100.0 < prev_eff { this } else { prev }
 }
 
 fn select_idle_sibling(sys: &Sys, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
     if sys.idle(target) && sys.allowed(t, target) {
         return target;
     }
-    if prev != target
-        && sys.topology.share_cache(prev, target)
-        && sys.idle(prev)
-        && sys.allowed(t, prev)
-    {
+    if prev != target && sys.topology.share_cache(prev, target) && sys.idle(prev) && sys.allowed(t, prev) {
         return prev;
     }
     let llc = sys.topology.llc_cpus(target);
     let n = llc.len() as CpuId;
     let scan = |f: &dyn Fn(CpuId) -> bool| {
-        (1..=n)
-            .map(|i| llc.start + (target - llc.start + i) % n)
-            .find(|&c| sys.allowed(t, c) && f(c))
+        (1..=n).map(|i| llc.start + (target - llc.start + i) % n).find(|&c| sys.allowed(t, c) && f(c))
     };
     if sys.topology.threads_per_core > 1 {
         // select_idle_core: a core whose every thread is idle.
         if let Some(c) = scan(&|c| sys.topology.siblings(c).all(|s| sys.idle(s))) {
             return c;
         }
-        if let Some(c) = sys
-            .topology
-            .siblings(target)
-            .find(|&s| sys.idle(s) && sys.allowed(t, s))
-        {
+        if let Some(c) = sys.topology.siblings(target).find(|&s| sys.idle(s) && sys.allowed(t, s)) {
             return c;
         }
     }
@@ -640,14 +569,9 @@ fn find_idlest_cpu(sys: &Sys, q: &dyn LbQueues, t: TaskId, prev: CpuId) -> CpuId
         if !sys.allowed(t, c) {
             continue;
         }
-        let key = (
-            sys.cpus[c as usize].nr_running,
-            q.cpu_load(sys, c),
-            sys.topology.distance(c, prev),
-        );
+        let key = (sys.cpus[c as usize].nr_running, q.cpu_load(sys, c), sys.topology.distance(c, prev));
         if key.0 < best_key.0
-            || (key.0 == best_key.0
-                && (key.1 < best_key.1 || (key.1 == best_key.1 && key.2 < best_key.2)))
+            || (key.0 == best_key.0 && (key.1 < best_key.1 || (key.1 == best_key.1 && key.2 < best_key.2)))
         {
             best = c;
             best_key = key;

@@ -12,10 +12,10 @@ const WMULT_CONST: u64 = 0xffff_ffff;
 const WMULT_SHIFT: u32 = 32;
 
 pub const SCHED_PRIO_TO_WEIGHT: [u64; 40] = [
-    /* -20 */ 88761, 71755, 56483, 46273, 36291, /* -15 */ 29154, 23254, 18705, 14949,
-    11916, /* -10 */ 9548, 7620, 6100, 4904, 3906, /*  -5 */ 3121, 2501, 1991, 1586,
-    1277, /*   0 */ 1024, 820, 655, 526, 423, /*   5 */ 335, 272, 215, 172, 137,
-    /*  10 */ 110, 87, 70, 56, 45, /*  15 */ 36, 29, 23, 18, 15,
+    /* -20 */ 88761, 71755, 56483, 46273, 36291, /* -15 */ 29154, 23254, 18705, 14949, 11916,
+    /* -10 */ 9548, 7620, 6100, 4904, 3906, /*  -5 */ 3121, 2501, 1991, 1586, 1277, /*   0 */ 1024, 820,
+    655, 526, 423, /*   5 */ 335, 272, 215, 172, 137, /*  10 */ 110, 87, 70, 56, 45, /*  15 */ 36, 29,
+    23, 18, 15,
 ];
 
 /// Weight of a nice level, clamped to -20..19.
@@ -33,11 +33,7 @@ pub fn task_weight(sys: &schedlab_sim::Sys, t: schedlab_sim::TaskId) -> u64 {
 }
 
 fn inv_weight(w: u64) -> u64 {
-    if w >= WMULT_CONST {
-        1
-    } else {
-        WMULT_CONST.checked_div(w).unwrap_or(WMULT_CONST)
-    }
+    if w >= WMULT_CONST { 1 } else { WMULT_CONST.checked_div(w).unwrap_or(WMULT_CONST) }
 }
 
 fn fls(x: u64) -> u32 {
@@ -67,11 +63,7 @@ pub fn calc_delta(delta: u64, weight: u64, lw_weight: u64) -> u64 {
 
 /// calc_delta_fair: scale real time to virtual time for an entity weight.
 pub fn calc_delta_fair(delta: u64, weight: u64) -> u64 {
-    if weight == NICE_0_LOAD {
-        delta
-    } else {
-        calc_delta(delta, NICE_0_LOAD, weight)
-    }
+    if weight == NICE_0_LOAD { delta } else { calc_delta(delta, NICE_0_LOAD, weight) }
 }
 
 #[cfg(test)]
@@ -92,17 +84,10 @@ mod tests {
 
     #[test]
     fn calc_delta_is_close_to_exact() {
-        for &(d, w, lw) in &[
-            (4_000_000u64, 1024u64, 3072u64),
-            (1_000_000, 1024, 15),
-            (123_456, 88761, 1024),
-        ] {
+        for &(d, w, lw) in &[(4_000_000u64, 1024u64, 3072u64), (1_000_000, 1024, 15), (123_456, 88761, 1024)] {
             let exact = d as f64 * w as f64 / lw as f64;
             let got = calc_delta(d, w, lw) as f64;
-            assert!(
-                (got - exact).abs() / exact < 1e-6,
-                "{d} {w} {lw}: {got} vs {exact}"
-            );
+            assert!((got - exact).abs() / exact < 1e-6, "{d} {w} {lw}: {got} vs {exact}");
         }
         assert_eq!(calc_delta_fair(1000, NICE_0_LOAD), 1000);
     }

@@ -21,54 +21,27 @@ pub fn run_checked(w: &Workload, sched: &str) -> Report {
         "eevdf" => Box::new(Fair::new(Variant::Eevdf, w).unwrap().with_verification()),
         other => schedlab_policies::build(other, w).unwrap(),
     };
-    let opts = EngineOptions {
-        check_invariants: true,
-        ..EngineOptions::default()
-    };
-    Engine::new(w, policy, opts)
-        .run()
-        .unwrap_or_else(|e| panic!("{sched}: {e}"))
+    let opts = EngineOptions { check_invariants: true, ..EngineOptions::default() };
+    Engine::new(w, policy, opts).run().unwrap_or_else(|e| panic!("{sched}: {e}"))
 }
 
 pub fn run(w: &Workload, sched: &str) -> Report {
     let policy = schedlab_policies::build(sched, w).unwrap();
-    Engine::new(w, policy, EngineOptions::default())
-        .run()
-        .unwrap_or_else(|e| panic!("{sched}: {e}"))
+    Engine::new(w, policy, EngineOptions::default()).run().unwrap_or_else(|e| panic!("{sched}: {e}"))
 }
 
 pub fn share_of(r: &Report, spec_name: &str) -> f64 {
-    r.specs
-        .iter()
-        .find(|s| s.name == spec_name)
-        .unwrap_or_else(|| panic!("no spec {spec_name}"))
-        .cpu_share_avg_pct
+    r.specs.iter().find(|s| s.name == spec_name).unwrap_or_else(|| panic!("no spec {spec_name}")).cpu_share_avg_pct
 }
 
 /// busy + idle = CPUs x time; task time + switch overhead = busy time.
 pub fn assert_conservation(r: &Report) {
     let total = r.duration_ns * r.cpus as u64;
-    assert_eq!(
-        r.totals.busy_ns + r.totals.idle_ns,
-        total,
-        "{}: busy + idle != CPUs x time",
-        r.scheduler
-    );
+    assert_eq!(r.totals.busy_ns + r.totals.idle_ns, total, "{}: busy + idle != CPUs x time", r.scheduler);
     let task_time: u64 = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
     let overhead: u64 = r.per_cpu.iter().map(|c| c.switch_overhead_ns).sum();
-    assert_eq!(
-        task_time + overhead,
-        r.totals.busy_ns,
-        "{}: task time + overhead != busy",
-        r.scheduler
-    );
+    assert_eq!(task_time + overhead, r.totals.busy_ns, "{}: task time + overhead != busy", r.scheduler);
     for c in &r.per_cpu {
-        assert_eq!(
-            c.busy_ns + c.idle_ns,
-            r.duration_ns,
-            "{}: CPU {} time does not add up",
-            r.scheduler,
-            c.cpu
-        );
+        assert_eq!(c.busy_ns + c.idle_ns, r.duration_ns, "{}: CPU {} time does not add up", r.scheduler, c.cpu);
     }
 }

@@ -10,10 +10,7 @@ use std::collections::BTreeMap;
 fn short(params: &[(&str, i64)]) -> Overrides {
     Overrides {
         duration: Some(300 * NSEC_PER_MSEC),
-        params: params
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<BTreeMap<_, _>>(),
+        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
         ..Overrides::default()
     }
 }
@@ -25,25 +22,14 @@ fn small_scenarios_keep_every_invariant() {
         ("smp-fairness", short(&[("hogs", 10)])),
         ("jitter-under-load", short(&[("workers", 24)])),
         ("lat-ctx", short(&[])),
-        (
-            "container-quota",
-            Overrides {
-                cpus: Some(4),
-                ..short(&[])
-            },
-        ),
+        ("container-quota", Overrides { cpus: Some(4), ..short(&[]) }),
     ];
     for (name, ov) in cases {
         let w = scenario(name, ov);
         for p in POLICIES {
             let r = run_checked(&w, p.name);
             assert_conservation(&r);
-            assert_eq!(
-                r.tasks.len() as u64,
-                w.initial_tasks(),
-                "{name}/{}: tasks lost",
-                p.name
-            );
+            assert_eq!(r.tasks.len() as u64, w.initial_tasks(), "{name}/{}: tasks lost", p.name);
         }
     }
 }
@@ -55,23 +41,14 @@ fn large_scenarios_conserve_time() {
         for p in POLICIES {
             let r = run(&w, p.name);
             assert_conservation(&r);
-            assert_eq!(
-                r.tasks.len() as u64,
-                w.initial_tasks(),
-                "{name}/{}: tasks lost",
-                p.name
-            );
+            assert_eq!(r.tasks.len() as u64, w.initial_tasks(), "{name}/{}: tasks lost", p.name);
         }
     }
 }
 
 #[test]
 fn same_seed_same_report_other_seed_other_report() {
-    let ov = |seed| Overrides {
-        seed: Some(seed),
-        cpus: Some(8),
-        ..short(&[])
-    };
+    let ov = |seed| Overrides { seed: Some(seed), cpus: Some(8), ..short(&[]) };
     for p in POLICIES {
         let a = serde_json::to_string(&run(&scenario("mixed-64", ov(7)), p.name)).unwrap();
         let b = serde_json::to_string(&run(&scenario("mixed-64", ov(7)), p.name)).unwrap();
@@ -99,26 +76,10 @@ program = [ { run = "uniform(1ms,5ms)" }, { exit = true } ]
     for p in POLICIES {
         let r = run_checked(&w, p.name);
         assert_conservation(&r);
-        assert_eq!(
-            r.tasks.len(),
-            21,
-            "{}: every fork shows in the report",
-            p.name
-        );
-        assert!(
-            r.tasks.iter().all(|t| t.exited_at_ns.is_some()),
-            "{}: every task exits",
-            p.name
-        );
-        let m = r
-            .totals
-            .makespan_ns
-            .expect("finite workload has a makespan");
+        assert_eq!(r.tasks.len(), 21, "{}: every fork shows in the report", p.name);
+        assert!(r.tasks.iter().all(|t| t.exited_at_ns.is_some()), "{}: every task exits", p.name);
+        let m = r.totals.makespan_ns.expect("finite workload has a makespan");
         // 20 jobs of 1-5 ms on 4 CPUs: at least 5 ms, well under the 1 s limit.
-        assert!(
-            m > 5 * NSEC_PER_MSEC && m < 100 * NSEC_PER_MSEC,
-            "{}: makespan {m}",
-            p.name
-        );
+        assert!(m > 5 * NSEC_PER_MSEC && m < 100 * NSEC_PER_MSEC, "{}: makespan {m}", p.name);
     }
 }

@@ -28,25 +28,15 @@ fn slices_end_on_ticks_without_hrtick() {
         let r = run(&workload(&spinners(8, 2, "")), sched);
         let rps = &r.runtime_per_switch;
         // HDR keeps 2 significant digits: 4 ms reads back within 1%.
-        assert!(
-            (3_950_000..=4_050_000).contains(&rps.p50),
-            "{sched}: p50 run {}",
-            rps.p50
-        );
+        assert!((3_950_000..=4_050_000).contains(&rps.p50), "{sched}: p50 run {}", rps.p50);
         let per_sec = r.totals.context_switches_per_sec;
-        assert!(
-            (240.0..=255.0).contains(&per_sec),
-            "{sched}: {per_sec} switches/s, HZ=250 gives 250"
-        );
+        assert!((240.0..=255.0).contains(&per_sec), "{sched}: {per_sec} switches/s, HZ=250 gives 250");
     }
 }
 
 #[test]
 fn eevdf_with_hrtick_ends_slices_at_base_slice() {
-    let r = run(
-        &workload(&spinners(4, 2, "[tunables]\nHRTICK = true")),
-        "eevdf",
-    );
+    let r = run(&workload(&spinners(4, 2, "[tunables]\nHRTICK = true")), "eevdf");
     let p50 = r.runtime_per_switch.p50;
     // base_slice_ns = 0.75 ms x (1 + ilog2(2)) = 1.5 ms.
     assert!((1_450_000..=1_560_000).contains(&p50), "p50 run {p50}");
@@ -56,26 +46,14 @@ fn eevdf_with_hrtick_ends_slices_at_base_slice() {
 fn cfs_slice_follows_sched_latency_over_nr_running() {
     // 2 tasks: sched_latency 12 ms / 2 = 6 ms, enforced at the next tick: 8 ms.
     let r = run(&workload(&spinners(2, 2, "")), "cfs");
-    assert!(
-        (7_900_000..=8_150_000).contains(&r.runtime_per_switch.p50),
-        "{}",
-        r.runtime_per_switch.p50
-    );
+    assert!((7_900_000..=8_150_000).contains(&r.runtime_per_switch.p50), "{}", r.runtime_per_switch.p50);
     // With sched_latency_ns = 4 ms and min_granularity 1 ms the slice is
     // 2 ms, so every tick (4 ms) preempts.
     let r = run(
-        &workload(&spinners(
-            2,
-            2,
-            "[tunables]\nsched_latency_ns = 4000000\nsched_min_granularity_ns = 1000000",
-        )),
+        &workload(&spinners(2, 2, "[tunables]\nsched_latency_ns = 4000000\nsched_min_granularity_ns = 1000000")),
         "cfs",
     );
-    assert!(
-        (3_900_000..=4_100_000).contains(&r.runtime_per_switch.p50),
-        "{}",
-        r.runtime_per_switch.p50
-    );
+    assert!((3_900_000..=4_100_000).contains(&r.runtime_per_switch.p50), "{}", r.runtime_per_switch.p50);
 }
 
 #[test]
@@ -97,10 +75,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         let r = run(&workload(text), sched);
         let (a, b) = (share_of(&r, "n0"), share_of(&r, "n5"));
         let expect = 1024.0 / (1024.0 + 335.0) * 100.0;
-        assert!(
-            (a - expect).abs() < 2.0,
-            "{sched}: nice 0 got {a:.1}%, want {expect:.1}%"
-        );
+        assert!((a - expect).abs() < 2.0, "{sched}: nice 0 got {a:.1}%, want {expect:.1}%");
         assert!(a > b, "{sched}: higher weight must get more");
     }
 }
@@ -125,34 +100,13 @@ program = [ {{ loop = "forever", body = [ {{ sleep = "10ms" }}, {{ run = "200us"
     };
     for sched in ["cfs", "eevdf"] {
         let r = run(&workload(&text("")), sched);
-        let lat = &r
-            .specs
-            .iter()
-            .find(|s| s.name == "sleeper")
-            .unwrap()
-            .wakeup_latency;
+        let lat = &r.specs.iter().find(|s| s.name == "sleeper").unwrap().wakeup_latency;
         // Preempted at once: the context switch cost (2 us) is the latency.
-        assert!(
-            lat.p50 <= 5 * NSEC_PER_USEC,
-            "{sched}: sleeper p50 latency {}",
-            lat.p50
-        );
-        let r = run(
-            &workload(&text("[tunables]\nWAKEUP_PREEMPTION = false")),
-            sched,
-        );
-        let lat = &r
-            .specs
-            .iter()
-            .find(|s| s.name == "sleeper")
-            .unwrap()
-            .wakeup_latency;
+        assert!(lat.p50 <= 5 * NSEC_PER_USEC, "{sched}: sleeper p50 latency {}", lat.p50);
+        let r = run(&workload(&text("[tunables]\nWAKEUP_PREEMPTION = false")), sched);
+        let lat = &r.specs.iter().find(|s| s.name == "sleeper").unwrap().wakeup_latency;
         // Without wakeup preemption the sleeper waits for the next tick.
-        assert!(
-            lat.p50 > 500 * NSEC_PER_USEC,
-            "{sched}: latency {} without WAKEUP_PREEMPTION",
-            lat.p50
-        );
+        assert!(lat.p50 > 500 * NSEC_PER_USEC, "{sched}: latency {} without WAKEUP_PREEMPTION", lat.p50);
     }
 }
 
@@ -214,26 +168,11 @@ program = [ {{ loop = "forever", body = [ {{ timer = "3ms" }}, {{ run = "100us" 
 "#
         )
     };
-    let lat = |r: &schedlab_sim::Report| {
-        r.specs
-            .iter()
-            .find(|s| s.name == "latency")
-            .unwrap()
-            .wakeup_latency
-            .clone()
-    };
+    let lat = |r: &schedlab_sim::Report| r.specs.iter().find(|s| s.name == "latency").unwrap().wakeup_latency.clone();
     let with = lat(&run(&workload(&text(1)), "eevdf"));
     let without = lat(&run(&workload(&text(0)), "eevdf"));
-    assert!(
-        with.p99 <= 10 * NSEC_PER_USEC,
-        "PREEMPT_SHORT p99 {}",
-        with.p99
-    );
-    assert!(
-        without.p90 > 10 * NSEC_PER_MSEC,
-        "without PREEMPT_SHORT p90 {}",
-        without.p90
-    );
+    assert!(with.p99 <= 10 * NSEC_PER_USEC, "PREEMPT_SHORT p99 {}", with.p99);
+    assert!(without.p90 > 10 * NSEC_PER_MSEC, "without PREEMPT_SHORT p90 {}", without.p90);
 }
 
 #[test]
@@ -252,10 +191,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     for sched in ["cfs", "eevdf"] {
         let r = run_checked(&workload(text), sched);
         let y = share_of(&r, "yielder");
-        assert!(
-            y < 50.0,
-            "{sched}: a task that yields must not get more than half ({y:.1}%)"
-        );
+        assert!(y < 50.0, "{sched}: a task that yields must not get more than half ({y:.1}%)");
         assert!(y > 1.0, "{sched}: the yielder still runs ({y:.1}%)");
     }
 }

@@ -8,19 +8,12 @@ use schedlab_sim::time::NSEC_PER_MSEC;
 
 #[test]
 fn groups_isolate_a_lone_hog_from_a_thousand() {
-    let ov = || Overrides {
-        duration: Some(2000 * NSEC_PER_MSEC),
-        ..Overrides::default()
-    };
+    let ov = || Overrides { duration: Some(2000 * NSEC_PER_MSEC), ..Overrides::default() };
     for p in POLICIES {
         let grouped = run(&scenario("group-isolation", ov()), p.name);
         let flat = run(&scenario("group-isolation-flat", ov()), p.name);
         let (g, f) = (share_of(&grouped, "b-hog"), share_of(&flat, "b-hog"));
-        assert!(
-            g > 90.0,
-            "{}: with groups the lone hog gets {g:.1}%",
-            p.name
-        );
+        assert!(g > 90.0, "{}: with groups the lone hog gets {g:.1}%", p.name);
         assert!(f < 5.0, "{}: without groups it gets {f:.1}%", p.name);
     }
 }
@@ -53,11 +46,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     for p in POLICIES {
         let r = run_checked(&w, p.name);
         let big = share_of(&r, "in-big") * 3.0;
-        assert!(
-            (big - 75.0).abs() < 3.0,
-            "{}: group of weight 300 vs 100 got {big:.1}%",
-            p.name
-        );
+        assert!((big - 75.0).abs() < 3.0, "{}: group of weight 300 vs 100 got {big:.1}%", p.name);
     }
 }
 
@@ -82,22 +71,9 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         let r = run_checked(&w, p.name);
         let total: f64 = r.tasks.iter().map(|t| t.cpu_share_pct).sum();
         // 1.5 CPUs of quota; runtime overruns by at most a tick per CPU.
-        assert!(
-            (140.0..=165.0).contains(&total),
-            "{}: capped group used {total:.1}% of a CPU",
-            p.name
-        );
-        let throttled = r
-            .extra
-            .iter()
-            .find(|(k, _)| k == "capped.nr_throttled")
-            .map(|x| x.1)
-            .unwrap_or(0.0);
-        assert!(
-            throttled >= 10.0,
-            "{}: the group must have been throttled ({throttled})",
-            p.name
-        );
+        assert!((140.0..=165.0).contains(&total), "{}: capped group used {total:.1}% of a CPU", p.name);
+        let throttled = r.extra.iter().find(|(k, _)| k == "capped.nr_throttled").map(|x| x.1).unwrap_or(0.0);
+        assert!(throttled >= 10.0, "{}: the group must have been throttled ({throttled})", p.name);
     }
 }
 
@@ -121,17 +97,8 @@ program = [ { loop = "forever", body = [ { timer = "10ms" }, { run = "5ms" } ] }
     for p in POLICIES {
         let r = run_checked(&w, p.name);
         let rt = r.specs.iter().find(|s| s.name == "rt").unwrap();
-        assert!(
-            rt.wakeup_latency.max <= 10_000,
-            "{}: rt wakeup latency {}",
-            p.name,
-            rt.wakeup_latency.max
-        );
-        assert!(
-            (share_of(&r, "rt") - 50.0).abs() < 1.5,
-            "{}: rt share",
-            p.name
-        );
+        assert!(rt.wakeup_latency.max <= 10_000, "{}: rt wakeup latency {}", p.name, rt.wakeup_latency.max);
+        assert!((share_of(&r, "rt") - 50.0).abs() < 1.5, "{}: rt share", p.name);
     }
 }
 
@@ -152,10 +119,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     );
     let r = run(&w, "eevdf");
     let p50 = r.runtime_per_switch.p50;
-    assert!(
-        (99 * NSEC_PER_MSEC..=105 * NSEC_PER_MSEC).contains(&p50),
-        "RR run length {p50}"
-    );
+    assert!((99 * NSEC_PER_MSEC..=105 * NSEC_PER_MSEC).contains(&p50), "RR run length {p50}");
     let s: Vec<f64> = r.tasks.iter().map(|t| t.cpu_share_pct).collect();
     assert!((s[0] - s[1]).abs() < 6.0, "RR shares {s:?}");
 }
@@ -177,13 +141,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     for p in POLICIES {
         let r = run_checked(&w, p.name);
         for t in &r.tasks {
-            assert!(
-                t.cpu_share_pct > 97.0,
-                "{}: {} got {:.1}%",
-                p.name,
-                t.name,
-                t.cpu_share_pct
-            );
+            assert!(t.cpu_share_pct > 97.0, "{}: {} got {:.1}%", p.name, t.name, t.cpu_share_pct);
         }
     }
 }
@@ -193,21 +151,12 @@ fn more_hogs_than_cpus_share_fairly_over_time() {
     // 3 hogs on 2 CPUs: the kernel gives each 65-68% over 10 s
     // (docs/validation.md); the balancer must rotate them.
     for seed in 1..=3 {
-        let ov = Overrides {
-            cpus: Some(2),
-            seed: Some(seed),
-            ..Overrides::default()
-        };
+        let ov = Overrides { cpus: Some(2), seed: Some(seed), ..Overrides::default() };
         let mut w = scenario("smp-fairness", ov);
         w.tasks[0].count = 3;
         let r = run(&w, "eevdf");
         for t in &r.tasks {
-            assert!(
-                (t.cpu_share_pct - 66.7).abs() < 5.0,
-                "seed {seed}: {} got {:.1}%",
-                t.name,
-                t.cpu_share_pct
-            );
+            assert!((t.cpu_share_pct - 66.7).abs() < 5.0, "seed {seed}: {} got {:.1}%", t.name, t.cpu_share_pct);
         }
     }
 }
@@ -228,15 +177,7 @@ program = [ { loop = "forever", body = [ { run = "exp(2ms)" }, { sleep = "exp(1m
     );
     for p in POLICIES {
         let r = run_checked(&w, p.name);
-        assert_eq!(
-            r.per_cpu[0].busy_ns, 0,
-            "{}: CPU 0 is outside every affinity",
-            p.name
-        );
-        assert_eq!(
-            r.per_cpu[3].busy_ns, 0,
-            "{}: CPU 3 is outside every affinity",
-            p.name
-        );
+        assert_eq!(r.per_cpu[0].busy_ns, 0, "{}: CPU 0 is outside every affinity", p.name);
+        assert_eq!(r.per_cpu[3].busy_ns, 0, "{}: CPU 3 is outside every affinity", p.name);
     }
 }

@@ -26,18 +26,12 @@ impl Dist {
         let args: Vec<&str> = args.split(',').map(str::trim).collect();
         let name = s[..open].trim();
         let want = |n: usize, usage: &str| {
-            if args.len() == n {
-                Ok(())
-            } else {
-                Err(format!("'{text}': {name} takes {n} argument(s): {usage}"))
-            }
+            if args.len() == n { Ok(()) } else { Err(format!("'{text}': {name} takes {n} argument(s): {usage}")) }
         };
         match name {
             "exp" => {
                 want(1, "exp(MEAN), e.g. exp(1ms)")?;
-                Ok(Dist::Exp {
-                    mean: parse_duration(args[0])?,
-                })
+                Ok(Dist::Exp { mean: parse_duration(args[0])? })
             }
             "uniform" => {
                 want(2, "uniform(LO,HI), e.g. uniform(1ms,3ms)")?;
@@ -49,16 +43,12 @@ impl Dist {
             }
             "lognormal" => {
                 want(2, "lognormal(MEDIAN,SIGMA), e.g. lognormal(1ms,0.5)")?;
-                let sigma: f64 = args[1]
-                    .parse()
-                    .map_err(|_| format!("'{text}': SIGMA '{}' is not a number", args[1]))?;
+                let sigma: f64 =
+                    args[1].parse().map_err(|_| format!("'{text}': SIGMA '{}' is not a number", args[1]))?;
                 if !(0.0..=10.0).contains(&sigma) {
                     return Err(format!("'{text}': SIGMA must be between 0 and 10"));
                 }
-                Ok(Dist::LogNormal {
-                    median: parse_duration(args[0])?,
-                    sigma,
-                })
+                Ok(Dist::LogNormal { median: parse_duration(args[0])?, sigma })
             }
             other => Err(format!(
                 "unknown distribution '{other}' in '{text}': use exp(MEAN), uniform(LO,HI) or lognormal(MEDIAN,SIGMA)"
@@ -107,12 +97,7 @@ impl std::fmt::Display for Dist {
             Dist::Const(v) => write!(f, "{}", format_duration(*v)),
             Dist::Exp { mean } => write!(f, "exp({})", format_duration(*mean)),
             Dist::Uniform { lo, hi } => {
-                write!(
-                    f,
-                    "uniform({},{})",
-                    format_duration(*lo),
-                    format_duration(*hi)
-                )
+                write!(f, "uniform({},{})", format_duration(*lo), format_duration(*hi))
             }
             Dist::LogNormal { median, sigma } => {
                 write!(f, "lognormal({},{sigma})", format_duration(*median))
@@ -150,26 +135,10 @@ mod tests {
     #[test]
     fn parses_every_form() {
         assert_eq!(Dist::parse("3ms").unwrap(), Dist::Const(3_000_000));
-        assert_eq!(
-            Dist::parse("exp(1ms)").unwrap(),
-            Dist::Exp { mean: 1_000_000 }
-        );
-        assert_eq!(
-            Dist::parse("uniform(1ms, 3ms)").unwrap(),
-            Dist::Uniform {
-                lo: 1_000_000,
-                hi: 3_000_000
-            }
-        );
-        assert!(matches!(
-            Dist::parse("lognormal(1ms,0.5)").unwrap(),
-            Dist::LogNormal { .. }
-        ));
-        assert!(
-            Dist::parse("gauss(1ms)")
-                .unwrap_err()
-                .contains("unknown distribution")
-        );
+        assert_eq!(Dist::parse("exp(1ms)").unwrap(), Dist::Exp { mean: 1_000_000 });
+        assert_eq!(Dist::parse("uniform(1ms, 3ms)").unwrap(), Dist::Uniform { lo: 1_000_000, hi: 3_000_000 });
+        assert!(matches!(Dist::parse("lognormal(1ms,0.5)").unwrap(), Dist::LogNormal { .. }));
+        assert!(Dist::parse("gauss(1ms)").unwrap_err().contains("unknown distribution"));
         assert!(Dist::parse("uniform(3ms,1ms)").is_err());
         assert!(Dist::parse("exp(1ms").is_err());
     }
@@ -182,11 +151,7 @@ mod tests {
             let n = 20_000;
             let sum: f64 = (0..n).map(|_| d.sample(&mut rng) as f64).sum();
             let mean = sum / n as f64;
-            assert!(
-                (mean / d.mean() - 1.0).abs() < 0.05,
-                "{d}: {mean} vs {}",
-                d.mean()
-            );
+            assert!((mean / d.mean() - 1.0).abs() < 0.05, "{d}: {mean} vs {}", d.mean());
         }
     }
 }

@@ -16,9 +16,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
-    #[error(
-        "task '{task}' ran {limit} program steps without letting time pass: give its loops a run, sleep or wait"
-    )]
+    #[error("task '{task}' ran {limit} program steps without letting time pass: give its loops a run, sleep or wait")]
     Runaway { task: String, limit: u64 },
     #[error("{0}")]
     Invariant(String),
@@ -42,22 +40,9 @@ enum Kind {
 /// What an observer (trace writer, invariant checker) is told.
 #[derive(Clone, Copy, Debug)]
 pub enum TraceEvent {
-    Switch {
-        cpu: CpuId,
-        prev: Option<TaskId>,
-        prev_state: TaskState,
-        next: Option<TaskId>,
-    },
-    Wakeup {
-        task: TaskId,
-        cpu: CpuId,
-        new: bool,
-    },
-    Migrate {
-        task: TaskId,
-        from: CpuId,
-        to: CpuId,
-    },
+    Switch { cpu: CpuId, prev: Option<TaskId>, prev_state: TaskState, next: Option<TaskId> },
+    Wakeup { task: TaskId, cpu: CpuId, new: bool },
+    Migrate { task: TaskId, from: CpuId, to: CpuId },
 }
 
 pub trait Observer {
@@ -118,14 +103,21 @@ struct Chan {
     waiters: VecDeque<TaskId>,
 }
 
+/// The random-number generator of a task's durations.
+pub type TaskRng = Pcg64Mcg;
+
+/// The random stream of task `t`: one per task, so a task draws the same
+/// durations whatever order a scheduler runs things in, simulated or real.
+pub fn task_rng(seed: u64, t: TaskId) -> Pcg64Mcg {
+    Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1))
+}
+
 /// Spread of tick arrival times within one jiffy across CPUs.
 const TICK_JITTER_NS: u64 = 4_000;
 
 fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64) -> u64 {
     // splitmix64 of (seed, cpu, jiffy): cheap, stateless, deterministic.
-    let mut z = seed
-        ^ (cpu as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        ^ jiffy.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let mut z = seed ^ (cpu as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ jiffy.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     (z ^ (z >> 31)) % TICK_JITTER_NS
@@ -143,10 +135,7 @@ pub struct EngineOptions {
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions {
-            check_invariants: false,
-            runaway_limit: 1_000_000,
-        }
+        EngineOptions { check_invariants: false, runaway_limit: 1_000_000 }
     }
 }
 
@@ -163,6 +152,8 @@ pub struct Engine<'w> {
     chans: Vec<Chan>,
     spec_lat: Vec<Hist>,
     spec_rps: Vec<Hist>,
+    /// Instances created so far per spec (for per-cpu affinity).
+    spec_instances: Vec<u32>,
     alive: u64,
     events: u64,
     switches: u64,
@@ -175,11 +166,7 @@ pub struct Engine<'w> {
 impl<'w> Engine<'w> {
     pub fn new(w: &'w Workload, policy: Box<dyn Policy + 'w>, opts: EngineOptions) -> Engine<'w> {
         let nr_cpus = w.nr_cpus();
-        let sys = Sys::new(
-            w.machine.topology.clone(),
-            w.machine.tick_ns(),
-            w.groups.clone(),
-        );
+        let sys = Sys::new(w.machine.topology.clone(), w.machine.tick_ns(), w.groups.clone());
         let mut e = Engine {
             w,
             sys,
@@ -189,23 +176,11 @@ impl<'w> Engine<'w> {
             seq: 0,
             progs: Vec::new(),
             stats: Vec::new(),
-            cpu_run: vec![
-                CpuRun {
-                    idle_since: Some(0),
-                    ..CpuRun::default()
-                };
-                nr_cpus as usize
-            ],
-            chans: w
-                .channels
-                .iter()
-                .map(|_| Chan {
-                    tokens: 0,
-                    waiters: VecDeque::new(),
-                })
-                .collect(),
+            cpu_run: vec![CpuRun { idle_since: Some(0), ..CpuRun::default() }; nr_cpus as usize],
+            chans: w.channels.iter().map(|_| Chan { tokens: 0, waiters: VecDeque::new() }).collect(),
             spec_lat: vec![Hist::default(); w.tasks.len()],
             spec_rps: vec![Hist::default(); w.tasks.len()],
+            spec_instances: vec![0; w.tasks.len()],
             alive: 0,
             events: 0,
             switches: 0,
@@ -252,7 +227,7 @@ impl<'w> Engine<'w> {
             spec: spec_id,
             nice: spec.nice,
             policy: spec.policy,
-            affinity: spec.affinity.clone(),
+            affinity: self.w.instance_affinity(spec_id, self.spec_instances[spec_id as usize]),
             group: spec.group,
             slice: spec.slice,
             parent,
@@ -263,15 +238,9 @@ impl<'w> Engine<'w> {
             slept_at: 0,
             last_sleep_len: 0,
         });
-        // A stream per task, so a task draws the same durations whatever
-        // order the scheduler runs things in.
-        let rng = Pcg64Mcg::seed_from_u64(
-            self.w.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1),
-        );
-        self.progs.push(Prog {
-            rng: Some(rng),
-            ..Prog::default()
-        });
+        let rng = task_rng(self.w.seed, t);
+        self.progs.push(Prog { rng: Some(rng), ..Prog::default() });
+        self.spec_instances[spec_id as usize] += 1;
         self.stats.push(TaskStats::default());
         self.policy.task_new(&mut self.sys, t, parent);
         t
@@ -294,12 +263,7 @@ impl<'w> Engine<'w> {
             if self.opts.check_invariants {
                 self.check_invariants()?;
             }
-            if self.alive == 0
-                && self
-                    .queue
-                    .iter()
-                    .all(|Reverse((_, _, k))| !matches!(k, Kind::Start(_)))
-            {
+            if self.alive == 0 && self.queue.iter().all(|Reverse((_, _, k))| !matches!(k, Kind::Start(_))) {
                 break;
             }
         }
@@ -398,10 +362,7 @@ impl<'w> Engine<'w> {
         let kind = if new {
             WakeKind::New
         } else {
-            WakeKind::Wakeup {
-                waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu),
-                sync: waker.is_some(),
-            }
+            WakeKind::Wakeup { waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu), sync: waker.is_some() }
         };
         {
             let info = &mut self.sys.tasks[t as usize];
@@ -414,10 +375,7 @@ impl<'w> Engine<'w> {
             Some(p) => self.rt.select_cpu(&self.sys, t, prev, p),
             None => self.policy.select_cpu(&mut self.sys, t, prev, kind),
         };
-        debug_assert!(
-            self.sys.allowed(t, cpu),
-            "select_cpu chose a CPU outside the task's affinity"
-        );
+        debug_assert!(self.sys.allowed(t, cpu), "select_cpu chose a CPU outside the task's affinity");
         if new {
             self.alive += 1;
             self.stats[t as usize].created = now;
@@ -427,11 +385,7 @@ impl<'w> Engine<'w> {
         if cpu != prev && !new {
             self.sys.migrations += 1;
             self.stats[t as usize].migrations += 1;
-            self.observe(TraceEvent::Migrate {
-                task: t,
-                from: prev,
-                to: cpu,
-            });
+            self.observe(TraceEvent::Migrate { task: t, from: prev, to: cpu });
         }
         // enqueue_task runs update_curr on the target runqueue first.
         self.sync(cpu);
@@ -465,18 +419,16 @@ impl<'w> Engine<'w> {
             self.sys.resched(cpu);
             return;
         };
-        let preempt = match (
-            rt_prio(self.sys.tasks[woken as usize].policy),
-            rt_prio(self.sys.tasks[curr as usize].policy),
-        ) {
-            (Some(w), Some(c)) => w > c,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => {
-                self.sync(cpu);
-                self.policy.wakeup_preempt(&mut self.sys, cpu, curr, woken)
-            }
-        };
+        let preempt =
+            match (rt_prio(self.sys.tasks[woken as usize].policy), rt_prio(self.sys.tasks[curr as usize].policy)) {
+                (Some(w), Some(c)) => w > c,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => {
+                    self.sync(cpu);
+                    self.policy.wakeup_preempt(&mut self.sys, cpu, curr, woken)
+                }
+            };
         if preempt {
             self.sys.resched(cpu);
         }
@@ -544,10 +496,7 @@ impl<'w> Engine<'w> {
         loop {
             steps += 1;
             if steps > self.opts.runaway_limit {
-                self.error = Some(SimError::Runaway {
-                    task: spec.name.clone(),
-                    limit: self.opts.runaway_limit,
-                });
+                self.error = Some(SimError::Runaway { task: spec.name.clone(), limit: self.opts.runaway_limit });
                 return;
             }
             let prog = &mut self.progs[t as usize];
@@ -727,11 +676,7 @@ impl<'w> Engine<'w> {
         self.observe(TraceEvent::Switch {
             cpu,
             prev,
-            prev_state: if prev_state == TaskState::Running {
-                TaskState::Runnable
-            } else {
-                prev_state
-            },
+            prev_state: if prev_state == TaskState::Running { TaskState::Runnable } else { prev_state },
             next,
         });
         let run = &mut self.cpu_run[cpu as usize];
@@ -767,11 +712,7 @@ impl<'w> Engine<'w> {
                 if let Some(last) = prog.last_exec_cpu.filter(|&l| l != cpu) {
                     {
                         let m = self.w.machine.costs.migration;
-                        let cost = if self.sys.topology.share_cache(last, cpu) {
-                            m
-                        } else {
-                            2 * m
-                        };
+                        let cost = if self.sys.topology.share_cache(last, cpu) { m } else { 2 * m };
                         prog.remaining += cost;
                         prog.penalty += cost;
                     }
@@ -796,15 +737,10 @@ impl<'w> Engine<'w> {
                 self.rt.dequeue(from, t);
                 self.sys.cpus[from as usize].nr_rt -= 1;
                 self.sys.cpus[cpu as usize].nr_rt += 1;
-                let prio =
-                    rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
+                let prio = rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
                 self.sys.migrate(t, cpu);
                 self.stats[t as usize].migrations += 1;
-                self.observe(TraceEvent::Migrate {
-                    task: t,
-                    from,
-                    to: cpu,
-                });
+                self.observe(TraceEvent::Migrate { task: t, from, to: cpu });
                 self.rt.enqueue(cpu, t, prio);
             }
         }
@@ -827,9 +763,7 @@ impl<'w> Engine<'w> {
         for (cpu, info) in self.sys.cpus.iter().enumerate() {
             if let Some(t) = info.curr {
                 if let Some(other) = running_on[t as usize] {
-                    return Err(SimError::Invariant(format!(
-                        "task {t} runs on CPU {other} and CPU {cpu}"
-                    )));
+                    return Err(SimError::Invariant(format!("task {t} runs on CPU {other} and CPU {cpu}")));
                 }
                 running_on[t as usize] = Some(cpu);
                 let task = &self.sys.tasks[t as usize];
@@ -840,9 +774,7 @@ impl<'w> Engine<'w> {
                     )));
                 }
                 if !self.sys.allowed(t, cpu as CpuId) {
-                    return Err(SimError::Invariant(format!(
-                        "task {t} runs on CPU {cpu} outside its affinity"
-                    )));
+                    return Err(SimError::Invariant(format!("task {t} runs on CPU {cpu} outside its affinity")));
                 }
             }
         }
@@ -850,9 +782,7 @@ impl<'w> Engine<'w> {
         for (t, task) in self.sys.tasks.iter().enumerate() {
             match task.state {
                 TaskState::Running if running_on[t].is_none() => {
-                    return Err(SimError::Invariant(format!(
-                        "task {t} is Running but on no CPU"
-                    )));
+                    return Err(SimError::Invariant(format!("task {t} is Running but on no CPU")));
                 }
                 TaskState::Runnable | TaskState::Running => counts[task.cpu as usize] += 1,
                 _ => {}
@@ -866,9 +796,7 @@ impl<'w> Engine<'w> {
                 )));
             }
         }
-        self.policy
-            .check_invariants(&self.sys)
-            .map_err(SimError::Invariant)
+        self.policy.check_invariants(&self.sys).map_err(SimError::Invariant)
     }
 
     fn report(mut self, stop: Nanos, finished: bool) -> Report {
@@ -928,12 +856,7 @@ impl<'w> Engine<'w> {
             hz: w.machine.hz,
             stop,
             finished,
-            tunables: self
-                .policy
-                .tunables()
-                .into_iter()
-                .map(|t| (t.name.to_string(), t.value))
-                .collect(),
+            tunables: self.policy.tunables().into_iter().map(|t| (t.name.to_string(), t.value)).collect(),
             context_switches: self.switches,
             migrations: self.sys.migrations,
             events: self.events,

@@ -72,9 +72,7 @@ fn find_key(text: &str, pat: &str) -> Option<usize> {
 }
 
 fn num<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("{what} '{s}' is not a number"))
+    s.trim().parse().map_err(|_| format!("{what} '{s}' is not a number"))
 }
 
 /// Parses one line. Ok(None) for comments, blank lines and other events.
@@ -96,9 +94,7 @@ pub fn parse_line(line: &str) -> Result<Option<SchedEvent>, String> {
     let cpu = num(&head[open + 1..close], "CPU")?;
     let kind = match event {
         "sched_switch" => {
-            let (prev, next) = fields
-                .split_once(" ==> ")
-                .ok_or("sched_switch without ' ==> '")?;
+            let (prev, next) = fields.split_once(" ==> ").ok_or("sched_switch without ' ==> '")?;
             SchedEventKind::Switch {
                 prev_comm: field(prev, "prev_comm", Some("prev_pid"))?.to_string(),
                 prev_pid: num(field(prev, "prev_pid", None)?, "prev_pid")?,
@@ -115,20 +111,9 @@ pub fn parse_line(line: &str) -> Result<Option<SchedEvent>, String> {
             let prio = num(field(fields, "prio", None)?, "prio")?;
             let target_cpu = num(field(fields, "target_cpu", None)?, "target_cpu")?;
             if event == "sched_waking" {
-                SchedEventKind::Waking {
-                    comm,
-                    pid,
-                    prio,
-                    target_cpu,
-                }
+                SchedEventKind::Waking { comm, pid, prio, target_cpu }
             } else {
-                SchedEventKind::Wakeup {
-                    comm,
-                    pid,
-                    prio,
-                    target_cpu,
-                    new: event == "sched_wakeup_new",
-                }
+                SchedEventKind::Wakeup { comm, pid, prio, target_cpu, new: event == "sched_wakeup_new" }
             }
         }
         "sched_migrate_task" => SchedEventKind::Migrate {
@@ -145,9 +130,7 @@ pub fn parse_line(line: &str) -> Result<Option<SchedEvent>, String> {
 
 /// "1234.567890" (seconds, microseconds or nanoseconds after the point).
 fn parse_ts(text: &str) -> Result<Nanos, String> {
-    let (secs, frac) = text
-        .split_once('.')
-        .ok_or_else(|| format!("timestamp '{text}' has no decimal point"))?;
+    let (secs, frac) = text.split_once('.').ok_or_else(|| format!("timestamp '{text}' has no decimal point"))?;
     let secs: u64 = num(secs, "timestamp")?;
     if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("timestamp '{text}' is not SECONDS.FRACTION"));
@@ -180,41 +163,20 @@ mod tests {
         assert_eq!(ev.ts, 1_234_567_890_000);
         assert_eq!(ev.cpu, 1);
         match ev.kind {
-            SchedEventKind::Switch {
-                next_comm,
-                next_pid,
-                prev_state,
-                ..
-            } => {
+            SchedEventKind::Switch { next_comm, next_pid, prev_state, .. } => {
                 assert_eq!(next_comm, "Web Content");
                 assert_eq!(next_pid, 3768);
                 assert_eq!(prev_state, "R");
             }
             other => panic!("{other:?}"),
         }
-        let wk = "   spin-3768    [000] d.h2.  12.000001: sched_wakeup: comm=kworker/1:1 pid=45 prio=120 target_cpu=001";
-        assert!(matches!(
-            parse_line(wk).unwrap().unwrap().kind,
-            SchedEventKind::Wakeup {
-                pid: 45,
-                target_cpu: 1,
-                ..
-            }
-        ));
+        let wk =
+            "   spin-3768    [000] d.h2.  12.000001: sched_wakeup: comm=kworker/1:1 pid=45 prio=120 target_cpu=001";
+        assert!(matches!(parse_line(wk).unwrap().unwrap().kind, SchedEventKind::Wakeup { pid: 45, target_cpu: 1, .. }));
         let mg = "  x-1 [000] d..2. 1.5: sched_migrate_task: comm=spin pid=7 prio=120 orig_cpu=0 dest_cpu=1";
-        assert!(matches!(
-            parse_line(mg).unwrap().unwrap().kind,
-            SchedEventKind::Migrate {
-                pid: 7,
-                dest_cpu: 1,
-                ..
-            }
-        ));
+        assert!(matches!(parse_line(mg).unwrap().unwrap().kind, SchedEventKind::Migrate { pid: 7, dest_cpu: 1, .. }));
         assert_eq!(parse_line("# tracer: nop").unwrap(), None);
-        assert_eq!(
-            parse_line("  x-1 [000] d..2. 1.5: irq_handler_entry: irq=1").unwrap(),
-            None
-        );
+        assert_eq!(parse_line("  x-1 [000] d..2. 1.5: irq_handler_entry: irq=1").unwrap(), None);
     }
 
     #[test]

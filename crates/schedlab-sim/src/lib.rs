@@ -12,9 +12,7 @@ pub mod topology;
 pub mod workload;
 
 pub use engine::{Engine, EngineOptions, Observer, SimError, TraceEvent};
-pub use policy::{
-    CpuInfo, Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, Tunable, WakeKind,
-};
+pub use policy::{CpuInfo, Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, Tunable, WakeKind};
 pub use report::Report;
 pub use time::Nanos;
 pub use topology::{CpuId, CpuSet, Topology};

@@ -64,10 +64,7 @@ pub enum WakeKind {
     New,
     /// A sleeping task woken. `sync` is set when the waker is about to
     /// sleep (a pipe round trip), as WF_SYNC.
-    Wakeup {
-        waker_cpu: Option<CpuId>,
-        sync: bool,
-    },
+    Wakeup { waker_cpu: Option<CpuId>, sync: bool },
 }
 
 /// Flags of an enqueue, as ENQUEUE_* in the kernel.
@@ -123,10 +120,7 @@ impl Sys {
     }
 
     pub fn allowed(&self, t: TaskId, cpu: CpuId) -> bool {
-        self.tasks[t as usize]
-            .affinity
-            .as_ref()
-            .is_none_or(|a| a.contains(cpu))
+        self.tasks[t as usize].affinity.as_ref().is_none_or(|a| a.contains(cpu))
     }
 
     /// No task runs on the CPU and none waits for it (available_idle_cpu).
@@ -147,10 +141,7 @@ impl Sys {
     /// runqueue. The policy moves it in its own queues.
     pub fn migrate(&mut self, t: TaskId, to: CpuId) {
         let from = self.tasks[t as usize].cpu;
-        debug_assert!(
-            self.allowed(t, to),
-            "policy moved task {t} outside its affinity"
-        );
+        debug_assert!(self.allowed(t, to), "policy moved task {t} outside its affinity");
         debug_assert_ne!(self.tasks[t as usize].state, TaskState::Running);
         if from == to {
             return;

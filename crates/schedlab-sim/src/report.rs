@@ -72,10 +72,7 @@ impl Hist {
             })
             .collect();
         if n == 0 {
-            return HistSummary {
-                buckets,
-                ..HistSummary::default()
-            };
+            return HistSummary { buckets, ..HistSummary::default() };
         }
         HistSummary {
             count: n,
@@ -97,11 +94,7 @@ fn log2_bucket(v: u64) -> usize {
 }
 
 fn bucket_bounds(i: usize) -> (u64, u64) {
-    if i == 0 {
-        (0, 1)
-    } else {
-        (1u64 << (i - 1), 1u64 << i)
-    }
+    if i == 0 { (0, 1) } else { (1u64 << (i - 1), 1u64 << i) }
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -313,11 +306,7 @@ pub fn assemble(
     for (i, name) in spec_names.iter().enumerate() {
         all_lat.merge(&spec_lat[i]);
         all_rps.merge(&spec_rps[i]);
-        let shares: Vec<f64> = tasks
-            .iter()
-            .filter(|t| t.spec == i as u32)
-            .map(|t| t.cpu_share_pct)
-            .collect();
+        let shares: Vec<f64> = tasks.iter().filter(|t| t.spec == i as u32).map(|t| t.cpu_share_pct).collect();
         if shares.is_empty() {
             continue;
         }
@@ -376,11 +365,7 @@ pub fn jain_index(values: &[f64]) -> f64 {
     let n = values.len() as f64;
     let sum: f64 = values.iter().sum();
     let sq: f64 = values.iter().map(|v| v * v).sum();
-    if n == 0.0 || sq == 0.0 {
-        1.0
-    } else {
-        sum * sum / (n * sq)
-    }
+    if n == 0.0 || sq == 0.0 { 1.0 } else { sum * sum / (n * sq) }
 }
 
 #[cfg(test)]

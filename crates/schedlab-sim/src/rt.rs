@@ -32,12 +32,7 @@ pub(crate) fn rt_prio(p: SchedPolicy) -> Option<u8> {
 
 impl RtClass {
     pub fn new(nr_cpus: u32) -> RtClass {
-        RtClass {
-            queues: vec![BTreeSet::new(); nr_cpus as usize],
-            key: Vec::new(),
-            rr_left: Vec::new(),
-            seq: 0,
-        }
+        RtClass { queues: vec![BTreeSet::new(); nr_cpus as usize], key: Vec::new(), rr_left: Vec::new(), seq: 0 }
     }
 
     fn slot(&mut self, t: TaskId) {
@@ -89,11 +84,7 @@ impl RtClass {
         }
         *left = RR_TIMESLICE;
         let level = self.key[t as usize].0;
-        let others = self.queues[cpu as usize]
-            .iter()
-            .filter(|e| e.0 == level)
-            .count()
-            > 1;
+        let others = self.queues[cpu as usize].iter().filter(|e| e.0 == level).count() > 1;
         if others {
             self.requeue_tail(cpu, t);
         }
@@ -132,11 +123,7 @@ impl RtClass {
         if sys.allowed(t, best.1) {
             best.1
         } else {
-            sys.task(t)
-                .affinity
-                .as_ref()
-                .and_then(|a| a.first())
-                .unwrap_or(prev)
+            sys.task(t).affinity.as_ref().and_then(|a| a.first()).unwrap_or(prev)
         }
     }
 

@@ -11,14 +11,10 @@ pub const NSEC_PER_SEC: Nanos = 1_000_000_000;
 /// Parses "750us", "3ms", "1.5s", "200ns" or "12345" (nanoseconds).
 pub fn parse_duration(text: &str) -> Result<Nanos, String> {
     let s = text.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     if num.is_empty() {
-        return Err(format!(
-            "'{text}' is not a duration: write a number with a unit, e.g. \"750us\", \"3ms\", \"2s\""
-        ));
+        return Err(format!("'{text}' is not a duration: write a number with a unit, e.g. \"750us\", \"3ms\", \"2s\""));
     }
     let scale = match unit.trim() {
         "" | "ns" => 1.0,
@@ -26,14 +22,10 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         "ms" => 1e6,
         "s" => 1e9,
         other => {
-            return Err(format!(
-                "unknown time unit '{other}' in '{text}': use ns, us, ms or s"
-            ));
+            return Err(format!("unknown time unit '{other}' in '{text}': use ns, us, ms or s"));
         }
     };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{num}' in '{text}' is not a number"))?;
+    let value: f64 = num.parse().map_err(|_| format!("'{num}' in '{text}' is not a number"))?;
     let ns = value * scale;
     if !ns.is_finite() || !(0.0..=1e18).contains(&ns) {
         return Err(format!("duration '{text}' is out of range"));

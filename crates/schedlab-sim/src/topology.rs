@@ -16,11 +16,7 @@ pub struct Topology {
 
 impl Topology {
     pub fn flat(cpus: u32) -> Topology {
-        Topology {
-            llcs: 1,
-            cores_per_llc: cpus,
-            threads_per_core: 1,
-        }
+        Topology { llcs: 1, cores_per_llc: cpus, threads_per_core: 1 }
     }
 
     pub fn parse(text: &str) -> Result<Topology, String> {
@@ -33,18 +29,11 @@ impl Topology {
         if parts.len() != 3 {
             return Err(bad());
         }
-        let n: Vec<u32> = parts
-            .iter()
-            .map(|p| p.parse::<u32>().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
+        let n: Vec<u32> = parts.iter().map(|p| p.parse::<u32>().map_err(|_| bad())).collect::<Result<_, _>>()?;
         if n.contains(&0) {
             return Err(format!("topology '{text}': every count must be at least 1"));
         }
-        let topo = Topology {
-            llcs: n[0],
-            cores_per_llc: n[1],
-            threads_per_core: n[2],
-        };
+        let topo = Topology { llcs: n[0], cores_per_llc: n[1], threads_per_core: n[2] };
         topo.check()?;
         Ok(topo)
     }
@@ -108,9 +97,7 @@ pub struct CpuSet {
 
 impl CpuSet {
     pub fn empty(nr_cpus: u32) -> CpuSet {
-        CpuSet {
-            words: vec![0; nr_cpus.div_ceil(64) as usize].into_boxed_slice(),
-        }
+        CpuSet { words: vec![0; nr_cpus.div_ceil(64) as usize].into_boxed_slice() }
     }
 
     pub fn all(nr_cpus: u32) -> CpuSet {
@@ -126,9 +113,7 @@ impl CpuSet {
     }
 
     pub fn contains(&self, cpu: CpuId) -> bool {
-        self.words
-            .get((cpu / 64) as usize)
-            .is_some_and(|w| w & (1 << (cpu % 64)) != 0)
+        self.words.get((cpu / 64) as usize).is_some_and(|w| w & (1 << (cpu % 64)) != 0)
     }
 
     pub fn count(&self) -> u32 {
@@ -140,11 +125,10 @@ impl CpuSet {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            (0..64)
-                .filter(move |b| w & (1u64 << b) != 0)
-                .map(move |b| i as u32 * 64 + b)
-        })
+        self.words
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &w)| (0..64).filter(move |b| w & (1u64 << b) != 0).map(move |b| i as u32 * 64 + b))
     }
 
     /// Parses a cpulist as taskset -c and /sys show it: "0-3,8,10-11".
@@ -155,19 +139,14 @@ impl CpuSet {
                 Some((a, b)) => (a.trim(), b.trim()),
                 None => (part, part),
             };
-            let parse = |s: &str| {
-                s.parse::<u32>()
-                    .map_err(|_| format!("'{text}' is not a CPU list: write e.g. \"0-3,6\""))
-            };
+            let parse =
+                |s: &str| s.parse::<u32>().map_err(|_| format!("'{text}' is not a CPU list: write e.g. \"0-3,6\""));
             let (lo, hi) = (parse(lo)?, parse(hi)?);
             if lo > hi {
                 return Err(format!("CPU range '{part}' runs backwards"));
             }
             if hi >= nr_cpus {
-                return Err(format!(
-                    "CPU {hi} in '{text}' does not exist: the machine has CPUs 0-{}",
-                    nr_cpus - 1
-                ));
+                return Err(format!("CPU {hi} in '{text}' does not exist: the machine has CPUs 0-{}", nr_cpus - 1));
             }
             for cpu in lo..=hi {
                 set.insert(cpu);
@@ -193,11 +172,7 @@ mod tests {
         assert_eq!(t.distance(4, 5), 1);
         assert_eq!(t.distance(4, 6), 2);
         assert_eq!(t.distance(4, 12), 3);
-        assert!(
-            Topology::parse("2x4")
-                .unwrap_err()
-                .contains("LLCSxCORESxTHREADS")
-        );
+        assert!(Topology::parse("2x4").unwrap_err().contains("LLCSxCORESxTHREADS"));
     }
 
     #[test]

@@ -78,6 +78,9 @@ pub struct TaskSpec {
     pub nice: i32,
     pub policy: SchedPolicy,
     pub affinity: Option<CpuSet>,
+    /// `affinity = "per-cpu"`: instance k runs only on CPU k mod ncpus, as
+    /// `cyclictest -a -t` pins one thread per CPU.
+    pub per_cpu: bool,
     pub group: GroupId,
     /// sched_attr.sched_runtime: a custom slice request (EEVDF honours it).
     pub slice: Option<Nanos>,
@@ -243,18 +246,11 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn line_of(&self, offset: usize) -> usize {
-        self.text[..offset.min(self.text.len())]
-            .matches('\n')
-            .count()
-            + 1
+        self.text[..offset.min(self.text.len())].matches('\n').count() + 1
     }
 
     fn err(&self, span: std::ops::Range<usize>, message: impl Into<String>) -> WorkloadError {
-        WorkloadError {
-            origin: self.origin.to_string(),
-            line: self.line_of(span.start),
-            message: message.into(),
-        }
+        WorkloadError { origin: self.origin.to_string(), line: self.line_of(span.start), message: message.into() }
     }
 }
 
@@ -270,10 +266,7 @@ impl Workload {
 
         let topology = match (&file.machine.cpus, &file.machine.topology) {
             (Some(c), Some(_)) => {
-                return Err(ctx.err(
-                    c.span(),
-                    "give either machine.cpus or machine.topology, not both",
-                ));
+                return Err(ctx.err(c.span(), "give either machine.cpus or machine.topology, not both"));
             }
             (Some(c), None) => {
                 let t = Topology::flat(*c.get_ref());
@@ -286,29 +279,24 @@ impl Workload {
         let topology = match ov.cpus {
             Some(n) => {
                 let t = Topology::flat(n);
-                t.check().map_err(|m| WorkloadError {
-                    origin: "--cpus".into(),
-                    line: 0,
-                    message: m,
-                })?;
+                t.check().map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?;
                 t
             }
             None => topology,
         };
         let nr_cpus = topology.nr_cpus();
-        let hz =
-            match &file.machine.hz {
-                Some(h) => {
-                    if ![100, 250, 300, 1000].contains(h.get_ref()) {
-                        return Err(ctx.err(h.span(), format!(
-                        "hz = {} is not a kernel CONFIG_HZ choice: use 100, 250, 300 or 1000",
-                        h.get_ref()
-                    )));
-                    }
-                    *h.get_ref()
+        let hz = match &file.machine.hz {
+            Some(h) => {
+                if ![100, 250, 300, 1000].contains(h.get_ref()) {
+                    return Err(ctx.err(
+                        h.span(),
+                        format!("hz = {} is not a kernel CONFIG_HZ choice: use 100, 250, 300 or 1000", h.get_ref()),
+                    ));
                 }
-                None => 250,
-            };
+                *h.get_ref()
+            }
+            None => 250,
+        };
         let cost = |d: &Option<Dist>, default: Nanos| -> Nanos {
             match d {
                 Some(d) => d.mean().round() as Nanos,
@@ -331,10 +319,7 @@ impl Workload {
         if duration == 0 {
             return Err(WorkloadError {
                 origin: origin.into(),
-                line: file
-                    .duration
-                    .as_ref()
-                    .map_or(0, |d| ctx.line_of(d.span().start)),
+                line: file.duration.as_ref().map_or(0, |d| ctx.line_of(d.span().start)),
                 message: "duration must be more than zero: write e.g. duration = \"5s\"".into(),
             });
         }
@@ -345,9 +330,10 @@ impl Workload {
                 toml::Value::Integer(i) => *i,
                 toml::Value::Boolean(b) => *b as i64,
                 other => {
-                    return Err(ctx.err(value.span(), format!(
-                        "tunable {name} = {other}: tunables are integers (nanoseconds for *_ns) or booleans"
-                    )));
+                    return Err(ctx.err(
+                        value.span(),
+                        format!("tunable {name} = {other}: tunables are integers (nanoseconds for *_ns) or booleans"),
+                    ));
                 }
             };
             tunables.insert(name.clone(), v);
@@ -356,14 +342,17 @@ impl Workload {
 
         let mut params = file.params.clone();
         params.extend(ov.params.iter().map(|(k, v)| (k.clone(), *v)));
+        if params.contains_key("ncpus") {
+            return Err(WorkloadError {
+                origin: origin.into(),
+                line: 1,
+                message: "ncpus is built in (the machine's CPU count): name your parameter otherwise".into(),
+            });
+        }
+        params.insert("ncpus".into(), nr_cpus as i64);
 
         // Groups: root first, then in file order; parents must come first.
-        let mut groups = vec![GroupSpec {
-            name: "/".into(),
-            parent: None,
-            cpu_weight: 100,
-            cpu_max: None,
-        }];
+        let mut groups = vec![GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }];
         for g in &file.group {
             let span = g.span();
             let g = g.get_ref();
@@ -375,45 +364,32 @@ impl Workload {
                 Some(p) => groups.iter().position(|x| &x.name == p).ok_or_else(|| {
                     ctx.err(
                         span.clone(),
-                        format!(
-                            "group '{}' names parent '{p}', which is not defined above it",
-                            g.name
-                        ),
+                        format!("group '{}' names parent '{p}', which is not defined above it", g.name),
                     )
                 })? as GroupId,
             };
             let cpu_weight = g.cpu_weight.unwrap_or(100);
             if !(1..=10000).contains(&cpu_weight) {
-                return Err(ctx.err(span, format!(
-                    "group '{}': cpu_weight {cpu_weight} is outside cgroup v2's 1..10000 (default 100)",
-                    g.name
-                )));
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "group '{}': cpu_weight {cpu_weight} is outside cgroup v2's 1..10000 (default 100)",
+                        g.name
+                    ),
+                ));
             }
             let cpu_max = match &g.cpu_max {
                 None => None,
-                Some(s) => parse_cpu_max(s)
-                    .map_err(|m| ctx.err(span.clone(), format!("group '{}': {m}", g.name)))?,
+                Some(s) => parse_cpu_max(s).map_err(|m| ctx.err(span.clone(), format!("group '{}': {m}", g.name)))?,
             };
-            groups.push(GroupSpec {
-                name: g.name.clone(),
-                parent: Some(parent),
-                cpu_weight,
-                cpu_max,
-            });
+            groups.push(GroupSpec { name: g.name.clone(), parent: Some(parent), cpu_weight, cpu_max });
         }
 
         // Task names first, so fork can name a template defined later.
-        let names: Vec<&str> = file
-            .task
-            .iter()
-            .map(|t| t.get_ref().name.as_str())
-            .collect();
+        let names: Vec<&str> = file.task.iter().map(|t| t.get_ref().name.as_str()).collect();
         for (i, t) in file.task.iter().enumerate() {
             if names[..i].contains(&t.get_ref().name.as_str()) {
-                return Err(ctx.err(
-                    t.span(),
-                    format!("task '{}' is defined twice", t.get_ref().name),
-                ));
+                return Err(ctx.err(t.span(), format!("task '{}' is defined twice", t.get_ref().name)));
             }
         }
         let mut channels: Vec<String> = Vec::new();
@@ -427,18 +403,13 @@ impl Workload {
                 Some(Count::Fixed(n)) => *n,
                 Some(Count::Param(p)) => {
                     let v = params.get(p).ok_or_else(|| {
-                        here(format!(
-                            "count = \"{p}\" names no parameter: add it under [params] or pass --param {p}=N"
-                        ))
+                        here(format!("count = \"{p}\" names no parameter: add it under [params] or pass --param {p}=N"))
                     })?;
-                    u32::try_from(*v)
-                        .map_err(|_| here(format!("parameter {p} = {v} is not a task count")))?
+                    u32::try_from(*v).map_err(|_| here(format!("parameter {p} = {v} is not a task count")))?
                 }
             };
             if count > 1_000_000 {
-                return Err(here(format!(
-                    "count {count} is more than the 1,000,000 tasks schedlab simulates"
-                )));
+                return Err(here(format!("count {count} is more than the 1,000,000 tasks schedlab simulates")));
             }
             if !(-20..=19).contains(&t.nice) {
                 return Err(here(format!("nice {} is outside -20..19", t.nice)));
@@ -456,26 +427,22 @@ impl Workload {
                 ("fifo", Some(p)) => SchedPolicy::Fifo(p),
                 ("rr", Some(p)) => SchedPolicy::Rr(p),
                 (_, Some(_)) => {
-                    return Err(here(
-                        "rt_priority applies only to policy \"fifo\" or \"rr\"".into(),
-                    ));
+                    return Err(here("rt_priority applies only to policy \"fifo\" or \"rr\"".into()));
                 }
                 (other, None) => {
-                    return Err(here(format!(
-                        "unknown policy '{other}': use normal, batch, idle, fifo or rr"
-                    )));
+                    return Err(here(format!("unknown policy '{other}': use normal, batch, idle, fifo or rr")));
                 }
             };
+            let per_cpu = t.affinity.as_deref() == Some("per-cpu");
             let affinity = match &t.affinity {
                 None => None,
+                Some(_) if per_cpu => None,
                 Some(list) => Some(CpuSet::parse_list(list, nr_cpus).map_err(here)?),
             };
             let group = match &t.group {
                 None => 0,
                 Some(name) => groups.iter().position(|g| &g.name == name).ok_or_else(|| {
-                    here(format!(
-                        "group '{name}' is not defined: add a [[group]] with name = \"{name}\""
-                    ))
+                    here(format!("group '{name}' is not defined: add a [[group]] with name = \"{name}\""))
                 })? as GroupId,
             };
             let slice = match &t.slice {
@@ -484,28 +451,20 @@ impl Workload {
                     let v = d.mean().round() as Nanos;
                     // sched_setattr clamps sched_runtime to 0.1 ms .. 100 ms.
                     if !(100 * NSEC_PER_USEC..=100_000 * NSEC_PER_USEC).contains(&v) {
-                        return Err(here(
-                            "slice must be between 100us and 100ms, as sched_setattr allows".into(),
-                        ));
+                        return Err(here("slice must be between 100us and 100ms, as sched_setattr allows".into()));
                     }
                     Some(v)
                 }
             };
             let mut program = Vec::new();
-            compile_ops(
-                &ctx,
-                &t.program,
-                &names,
-                &mut channels,
-                &mut program,
-                &t.name,
-            )?;
+            compile_ops(&ctx, &t.program, &names, &mut channels, &mut program, &t.name)?;
             tasks.push(TaskSpec {
                 name: t.name.clone(),
                 count,
                 nice: t.nice,
                 policy,
                 affinity,
+                per_cpu,
                 group,
                 slice,
                 start: t.start.clone().unwrap_or(Dist::Const(0)),
@@ -517,7 +476,8 @@ impl Workload {
             return Err(WorkloadError {
                 origin: origin.into(),
                 line: 1,
-                message: "the workload starts no task: add a [[task]] with a program (templates alone never start)".into(),
+                message: "the workload starts no task: add a [[task]] with a program (templates alone never start)"
+                    .into(),
             });
         }
 
@@ -530,11 +490,7 @@ impl Workload {
             description: file.description,
             duration,
             seed: ov.seed.or(file.seed).unwrap_or(1),
-            machine: Machine {
-                topology,
-                hz,
-                costs,
-            },
+            machine: Machine { topology, hz, costs },
             tunables,
             groups,
             tasks,
@@ -546,13 +502,21 @@ impl Workload {
         self.machine.topology.nr_cpus()
     }
 
+    /// The affinity of instance `k` of spec `spec`.
+    pub fn instance_affinity(&self, spec: TaskSpecId, k: u32) -> Option<CpuSet> {
+        let s = &self.tasks[spec as usize];
+        if s.per_cpu {
+            let mut set = CpuSet::empty(self.nr_cpus());
+            set.insert(k % self.nr_cpus());
+            Some(set)
+        } else {
+            s.affinity.clone()
+        }
+    }
+
     /// Number of tasks started at the beginning (templates excluded).
     pub fn initial_tasks(&self) -> u64 {
-        self.tasks
-            .iter()
-            .filter(|t| !t.template)
-            .map(|t| t.count as u64)
-            .sum()
+        self.tasks.iter().filter(|t| !t.template).map(|t| t.count as u64).sum()
     }
 }
 
@@ -572,14 +536,10 @@ fn parse_cpu_max(text: &str) -> Result<Option<(Nanos, Nanos)>, String> {
     let quota = parts[0].parse::<u64>().map_err(|_| help.to_string())?;
     // The kernel's limits: period 1ms..1s, quota at least 1ms.
     if !(1_000..=1_000_000).contains(&period) {
-        return Err(format!(
-            "period {period}us is outside the kernel's 1000..1000000"
-        ));
+        return Err(format!("period {period}us is outside the kernel's 1000..1000000"));
     }
     if quota < 1_000 {
-        return Err(format!(
-            "quota {quota}us is below the kernel's minimum of 1000"
-        ));
+        return Err(format!("quota {quota}us is below the kernel's minimum of 1000"));
     }
     Ok(Some((quota * NSEC_PER_USEC, period * NSEC_PER_USEC)))
 }
@@ -601,10 +561,7 @@ fn compile_ops(
             [k] => *k,
             ks if ks.contains(&"loop") && ks.contains(&"body") && ks.len() == 2 => "loop",
             _ => {
-                return Err(here(format!(
-                    "op {{ {} }} is not one op: {PROGRAM_HELP}",
-                    keys.join(", ")
-                )));
+                return Err(here(format!("op {{ {} }} is not one op: {PROGRAM_HELP}", keys.join(", "))));
             }
         };
         let value = &table[kind];
@@ -612,15 +569,11 @@ fn compile_ops(
             match v {
                 toml::Value::String(s) => Dist::parse(s).map_err(&here),
                 toml::Value::Integer(i) if *i >= 0 => Ok(Dist::Const(*i as Nanos)),
-                other => Err(here(format!(
-                    "{kind} = {other}: write a duration such as \"3ms\""
-                ))),
+                other => Err(here(format!("{kind} = {other}: write a duration such as \"3ms\""))),
             }
         };
         let name = |v: &toml::Value| -> Result<String, WorkloadError> {
-            v.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| here(format!("{kind} takes a name in quotes")))
+            v.as_str().map(str::to_string).ok_or_else(|| here(format!("{kind} takes a name in quotes")))
         };
         let mut chan = |v: &toml::Value| -> Result<u32, WorkloadError> {
             let n = name(v)?;
@@ -638,9 +591,7 @@ fn compile_ops(
             "timer" => match dist(value)? {
                 Dist::Const(p) if p > 0 => out.push(Op::Timer(p)),
                 _ => {
-                    return Err(here(
-                        "timer takes a fixed period above zero, e.g. { timer = \"1ms\" }".into(),
-                    ));
+                    return Err(here("timer takes a fixed period above zero, e.g. { timer = \"1ms\" }".into()));
                 }
             },
             "wait" => out.push(Op::Wait(chan(value)?)),
@@ -659,9 +610,7 @@ fn compile_ops(
                     toml::Value::Integer(n) if *n >= 1 => Some(*n as u64),
                     toml::Value::String(s) if s == "forever" => None,
                     other => {
-                        return Err(here(format!(
-                            "loop = {other}: write a count of at least 1 or \"forever\""
-                        )));
+                        return Err(here(format!("loop = {other}: write a count of at least 1 or \"forever\"")));
                     }
                 };
                 let Some(toml::Value::Array(body)) = table.get("body") else {
@@ -671,9 +620,7 @@ fn compile_ops(
                     .iter()
                     .map(|v| match v {
                         toml::Value::Table(t) => Ok(Spanned::new(span.clone(), t.clone())),
-                        other => Err(here(format!(
-                            "loop body holds {other}, not an op table: {PROGRAM_HELP}"
-                        ))),
+                        other => Err(here(format!("loop body holds {other}, not an op table: {PROGRAM_HELP}"))),
                     })
                     .collect::<Result<_, _>>()?;
                 let start = out.len();
@@ -689,9 +636,7 @@ fn compile_ops(
                     ));
                 }
                 let end = out.len() as u32;
-                out.push(Op::LoopEnd {
-                    start: start as u32,
-                });
+                out.push(Op::LoopEnd { start: start as u32 });
                 out[start] = Op::LoopStart { count, end };
             }
             other => return Err(here(format!("unknown op '{other}': {PROGRAM_HELP}"))),
@@ -701,10 +646,7 @@ fn compile_ops(
 }
 
 fn takes_time(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Run(_) | Op::Sleep(_) | Op::Timer(_) | Op::Wait(_) | Op::Yield
-    )
+    matches!(op, Op::Run(_) | Op::Sleep(_) | Op::Timer(_) | Op::Wait(_) | Op::Yield)
 }
 
 #[cfg(test)]
@@ -744,19 +686,12 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         assert_eq!(w.tasks[0].count, 3);
         assert_eq!(w.groups[1].cpu_max, Some((50_000_000, 100_000_000)));
         assert_eq!(w.channels, vec!["p", "q"]);
-        assert!(matches!(
-            w.tasks[0].program[0],
-            Op::LoopStart {
-                count: None,
-                end: 3
-            }
-        ));
+        assert!(matches!(w.tasks[0].program[0], Op::LoopStart { count: None, end: 3 }));
     }
 
     #[test]
     fn errors_name_the_line_and_the_fix() {
-        let e = load("[[task]]\nname = \"a\"\nnice = 30\nprogram = [ { run = \"1ms\" } ]\n")
-            .unwrap_err();
+        let e = load("[[task]]\nname = \"a\"\nnice = 30\nprogram = [ { run = \"1ms\" } ]\n").unwrap_err();
         assert_eq!(e.line, 1);
         assert!(e.to_string().contains("nice 30 is outside -20..19"), "{e}");
 
@@ -773,17 +708,13 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
             .unwrap_err();
         assert!(e.to_string().contains("never lets time pass"), "{e}");
 
-        let e = load("[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n")
-            .unwrap_err();
+        let e = load("[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n").unwrap_err();
         assert!(e.to_string().contains("--param n=N"), "{e}");
     }
 
     #[test]
     fn overrides_win() {
-        let mut ov = Overrides {
-            cpus: Some(16),
-            ..Default::default()
-        };
+        let mut ov = Overrides { cpus: Some(16), ..Default::default() };
         ov.params.insert("n".into(), 7);
         let w = Workload::from_toml(
             "[params]\nn = 1\n[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n",

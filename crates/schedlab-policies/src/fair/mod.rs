@@ -30,9 +30,7 @@ use crate::smp::{Balancer, LbQueues, LbTunables, select_task_rq};
 use crate::weights::{calc_delta, calc_delta_fair, task_weight};
 use schedlab_sim::Workload;
 use schedlab_sim::workload::{GroupSpec, SchedPolicy};
-use schedlab_sim::{
-    CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind,
-};
+use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind};
 use std::collections::BTreeSet;
 
 const NONE: u32 = u32::MAX;
@@ -138,10 +136,7 @@ impl Fair {
             ents: Vec::new(),
             rqs: Vec::new(),
             task_ent: Vec::new(),
-            group_shares: groups
-                .iter()
-                .map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES))
-                .collect(),
+            group_shares: groups.iter().map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES)).collect(),
             group_load: vec![0; nr_groups as usize],
             bw: groups
                 .iter()
@@ -168,10 +163,7 @@ impl Fair {
             tick: w.machine.tick_ns(),
             lb: Some(Balancer::new(
                 &w.machine.topology,
-                LbTunables {
-                    migration_cost_ns: tun.migration_cost_ns,
-                    nr_migrate: tun.nr_migrate,
-                },
+                LbTunables { migration_cost_ns: tun.migration_cost_ns, nr_migrate: tun.nr_migrate },
             )),
             tun,
             verify: false,
@@ -180,12 +172,7 @@ impl Fair {
         // rq index = group * ncpus + cpu; group entities for groups >= 1.
         for g in 0..nr_groups {
             for cpu in 0..n {
-                f.rqs.push(Rq {
-                    cpu,
-                    group: g,
-                    se: NONE,
-                    ..Rq::default()
-                });
+                f.rqs.push(Rq { cpu, group: g, se: NONE, ..Rq::default() });
             }
         }
         for g in 1..nr_groups {
@@ -262,10 +249,7 @@ impl Fair {
     fn tree_insert(&mut self, rq: u32, se: u32) {
         let key = self.tree_key(&self.ents[se as usize]);
         self.ents[se as usize].key = key;
-        let (v, w) = (
-            self.ents[se as usize].vruntime,
-            self.ents[se as usize].weight,
-        );
+        let (v, w) = (self.ents[se as usize].vruntime, self.ents[se as usize].weight);
         let r = &mut self.rqs[rq as usize];
         r.tree.insert((key, se));
         r.sum_wv += (v - r.min_vruntime) as i128 * w as i128;
@@ -344,11 +328,7 @@ impl Fair {
     // ---- CFS slices ----
 
     fn sched_period(&self, nr: u64) -> u64 {
-        if nr > self.tun.nr_latency() {
-            nr * self.tun.sched_min_granularity_ns
-        } else {
-            self.tun.sched_latency_ns
-        }
+        if nr > self.tun.nr_latency() { nr * self.tun.sched_min_granularity_ns } else { self.tun.sched_latency_ns }
     }
 
     /// sched_slice with ALT_PERIOD and BASE_SLICE (5.13+ defaults).
@@ -414,10 +394,7 @@ impl Fair {
     /// cfs_rq_min_slice: the shortest request among queued entities.
     fn min_slice(&self, rq: u32) -> u64 {
         let r = &self.rqs[rq as usize];
-        let mut m = r
-            .curr
-            .filter(|&c| self.ents[c as usize].on_rq)
-            .map_or(u64::MAX, |c| self.ents[c as usize].slice);
+        let mut m = r.curr.filter(|&c| self.ents[c as usize].on_rq).map_or(u64::MAX, |c| self.ents[c as usize].slice);
         for &(_, se) in &r.tree {
             m = m.min(self.ents[se as usize].slice);
         }
@@ -426,8 +403,7 @@ impl Fair {
 
     fn set_protect_slice(&mut self, rq: u32, se: u32) {
         let e = &self.ents[se as usize];
-        let mut slice =
-            self.tun.base_slice_ns / scaling_factor(self.tun.tunable_scaling, self.nr_cpus);
+        let mut slice = self.tun.base_slice_ns / scaling_factor(self.tun.tunable_scaling, self.nr_cpus);
         let mut vprot = e.deadline;
         if self.tun.features.run_to_parity {
             slice = self.min_slice(rq);
@@ -604,10 +580,7 @@ impl Fair {
         let se = self.task_ent[t as usize];
         let target = self.group_rq(sys.task(t).group, cpu);
         if self.ents[se as usize].delayed {
-            debug_assert_eq!(
-                self.ents[se as usize].rq, target,
-                "delayed task woken on another CPU"
-            );
+            debug_assert_eq!(self.ents[se as usize].rq, target, "delayed task woken on another CPU");
             self.requeue_delayed(target, se);
             self.list_add(cpu, t);
             self.pelt_task(sys, t, true);
@@ -616,8 +589,7 @@ impl Fair {
         let old = self.ents[se as usize].rq;
         if old != target {
             if self.variant == Variant::Cfs && how != Enqueue::New {
-                let delta =
-                    self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
+                let delta = self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
                 self.ents[se as usize].vruntime += delta;
             }
             self.ents[se as usize].rq = target;
@@ -630,9 +602,7 @@ impl Fair {
                 .parent
                 .map(|p| self.task_ent[p as usize])
                 .filter(|&p| self.ents[p as usize].rq == target && self.ents[p as usize].on_rq)
-                .map_or(self.rqs[target as usize].min_vruntime, |p| {
-                    self.ents[p as usize].vruntime
-                });
+                .map_or(self.rqs[target as usize].min_vruntime, |p| self.ents[p as usize].vruntime);
             self.ents[se as usize].vruntime = base;
         }
         let mut cur = se;
@@ -737,10 +707,7 @@ impl Fair {
 
     fn check_enqueue_throttle(&mut self, sys: &mut Sys, rq: u32) {
         let g = self.rqs[rq as usize].group as usize;
-        if self.bw[g].is_none()
-            || self.rqs[rq as usize].curr.is_some()
-            || self.rqs[rq as usize].throttled
-        {
+        if self.bw[g].is_none() || self.rqs[rq as usize].curr.is_some() || self.rqs[rq as usize].throttled {
             return;
         }
         if self.rqs[rq as usize].runtime_remaining <= 0 {
@@ -844,8 +811,7 @@ impl Fair {
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
         let first = r.tree.first().map(|&(_, s)| s);
-        let before =
-            |a: u32, b: u32| self.ents[a as usize].vruntime < self.ents[b as usize].vruntime;
+        let before = |a: u32, b: u32| self.ents[a as usize].vruntime < self.ents[b as usize].vruntime;
         let mut left = match (first, curr) {
             (None, c) => c?,
             (Some(f), Some(c)) if before(c, f) => c,
@@ -856,11 +822,7 @@ impl Fair {
             let second = if Some(se) == curr {
                 first
             } else {
-                let next_in_tree = r
-                    .tree
-                    .range((self.ents[se as usize].key, se + 1)..)
-                    .next()
-                    .map(|&(_, s)| s);
+                let next_in_tree = r.tree.range((self.ents[se as usize].key, se + 1)..).next().map(|&(_, s)| s);
                 match (next_in_tree, curr) {
                     (None, c) => c,
                     (Some(n), Some(c)) if before(c, n) => Some(c),
@@ -891,10 +853,7 @@ impl Fair {
         if vdiff <= 0 {
             return -1;
         }
-        let gran = calc_delta_fair(
-            self.tun.sched_wakeup_granularity_ns,
-            self.ents[se as usize].weight,
-        ) as i64;
+        let gran = calc_delta_fair(self.tun.sched_wakeup_granularity_ns, self.ents[se as usize].weight) as i64;
         i32::from(vdiff > gran)
     }
 
@@ -923,18 +882,10 @@ impl Fair {
         {
             return Some(c);
         }
-        let best = r
-            .tree
-            .iter()
-            .map(|&(_, s)| s)
-            .find(|&s| self.eligible(rq, s));
+        let best = r.tree.iter().map(|&(_, s)| s).find(|&s| self.eligible(rq, s));
         match (best, curr) {
             (None, c) => c.or(first),
-            (Some(b), Some(c))
-                if self.ents[c as usize].deadline < self.ents[b as usize].deadline =>
-            {
-                Some(c)
-            }
+            (Some(b), Some(c)) if self.ents[c as usize].deadline < self.ents[b as usize].deadline => Some(c),
             (b, _) => b,
         }
     }
@@ -951,24 +902,15 @@ impl Fair {
         if let Some(c) = r.curr.filter(|&c| self.ents[c as usize].on_rq) {
             all.push(c);
         }
-        let eligible: Vec<u32> = all
-            .iter()
-            .copied()
-            .filter(|&s| self.eligible(rq, s))
-            .collect();
+        let eligible: Vec<u32> = all.iter().copied().filter(|&s| self.eligible(rq, s)).collect();
         if eligible.is_empty() {
             return;
         }
         let protected = r.curr == Some(picked) && self.protect_slice(picked);
         if !eligible.contains(&picked) {
-            self.violations
-                .push(format!("pick_eevdf chose ineligible entity {picked}"));
+            self.violations.push(format!("pick_eevdf chose ineligible entity {picked}"));
         } else if !protected {
-            let best = eligible
-                .iter()
-                .map(|&s| self.ents[s as usize].deadline)
-                .min()
-                .unwrap_or(i64::MAX);
+            let best = eligible.iter().map(|&s| self.ents[s as usize].deadline).min().unwrap_or(i64::MAX);
             if self.ents[picked as usize].deadline != best {
                 self.violations.push(format!(
                     "pick_eevdf chose deadline {} while an eligible entity had {best}",
@@ -1020,10 +962,7 @@ impl Fair {
     /// check_cfs_rq_runtime: throttle a cfs_rq whose runtime is spent.
     fn check_runtime(&mut self, sys: &mut Sys, rq: u32) -> bool {
         let g = self.rqs[rq as usize].group as usize;
-        if self.bw[g].is_none()
-            || self.rqs[rq as usize].throttled
-            || self.rqs[rq as usize].runtime_remaining > 0
-        {
+        if self.bw[g].is_none() || self.rqs[rq as usize].throttled || self.rqs[rq as usize].runtime_remaining > 0 {
             return false;
         }
         self.assign_runtime(rq);
@@ -1179,8 +1118,7 @@ impl LbQueues for Fair {
         let mut rq = self.ents[self.task_ent[t as usize] as usize].rq;
         while let Some(parent) = self.parent_rq(rq) {
             let gse = self.rqs[rq as usize].se;
-            load = load * self.ents[gse as usize].weight as f64
-                / self.rqs[rq as usize].load.max(1) as f64;
+            load = load * self.ents[gse as usize].weight as f64 / self.rqs[rq as usize].load.max(1) as f64;
             rq = parent;
         }
         load
@@ -1457,8 +1395,7 @@ impl Policy for Fair {
                     self.rqs[rq as usize].next = Some(pse);
                 }
                 if self.wakeup_preempt_entity(se, pse) == 1 {
-                    if self.tun.features.last_buddy && scale && self.ents[se as usize].my_rq == NONE
-                    {
+                    if self.tun.features.last_buddy && scale && self.ents[se as usize].my_rq == NONE {
                         self.rqs[rq as usize].last = Some(se);
                     }
                     return true;
@@ -1552,17 +1489,12 @@ impl Policy for Fair {
                     still.push(rq);
                 }
             }
-            self.bw[g]
-                .as_mut()
-                .expect("checked")
-                .throttled
-                .extend(still);
+            self.bw[g].as_mut().expect("checked").throttled.extend(still);
             sys.arm_timer(sys.now + period, token);
             return;
         }
         let cpu = (token >> 32) as CpuId;
-        if self.hrtick_epoch[cpu as usize] == token as u32 && sys.cpus[cpu as usize].curr.is_some()
-        {
+        if self.hrtick_epoch[cpu as usize] == token as u32 && sys.cpus[cpu as usize].curr.is_some() {
             sys.resched(cpu);
         }
     }
@@ -1593,13 +1525,8 @@ impl Policy for Fair {
             return Err(v.clone());
         }
         for (i, r) in self.rqs.iter().enumerate() {
-            let members: Vec<usize> = self
-                .ents
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.on_rq && e.rq == i as u32)
-                .map(|(j, _)| j)
-                .collect();
+            let members: Vec<usize> =
+                self.ents.iter().enumerate().filter(|(_, e)| e.on_rq && e.rq == i as u32).map(|(j, _)| j).collect();
             let load: u64 = members.iter().map(|&j| self.ents[j].weight).sum();
             if load != r.load || members.len() as u32 != r.nr_queued {
                 return Err(format!(
@@ -1609,15 +1536,9 @@ impl Policy for Fair {
                     members.len()
                 ));
             }
-            let in_tree = members
-                .iter()
-                .filter(|&&j| r.curr != Some(j as u32))
-                .count();
+            let in_tree = members.iter().filter(|&&j| r.curr != Some(j as u32)).count();
             if in_tree != r.tree.len() {
-                return Err(format!(
-                    "cfs_rq {i}: tree holds {} of {in_tree} queued entities",
-                    r.tree.len()
-                ));
+                return Err(format!("cfs_rq {i}: tree holds {} of {in_tree} queued entities", r.tree.len()));
             }
             let (mut swv, mut sw) = (0i128, 0i64);
             for &(_, s) in &r.tree {
@@ -1640,10 +1561,7 @@ impl Policy for Fair {
             let state = sys.task(t as TaskId).state;
             let runnable = matches!(state, TaskState::Runnable | TaskState::Running);
             if runnable != (e.on_rq && !e.delayed) {
-                return Err(format!(
-                    "task {t} is {state:?} but its entity on_rq={} delayed={}",
-                    e.on_rq, e.delayed
-                ));
+                return Err(format!("task {t} is {state:?} but its entity on_rq={} delayed={}", e.on_rq, e.delayed));
             }
             if runnable && self.rqs[e.rq as usize].cpu != sys.task(t as TaskId).cpu {
                 return Err(format!("task {t} is queued on another CPU's cfs_rq"));

@@ -67,76 +67,32 @@ impl Features {
 
     fn table(&mut self, v: Variant) -> Vec<(&'static str, &mut bool, &'static str)> {
         let mut all = vec![
-            (
-                "NEXT_BUDDY",
-                &mut self.next_buddy,
-                "prefer the task just woken",
-            ),
-            (
-                "WAKEUP_PREEMPTION",
-                &mut self.wakeup_preemption,
-                "let a waking task preempt the running one",
-            ),
-            (
-                "HRTICK",
-                &mut self.hrtick,
-                "end slices with a high-resolution timer, not at the next tick",
-            ),
+            ("NEXT_BUDDY", &mut self.next_buddy, "prefer the task just woken"),
+            ("WAKEUP_PREEMPTION", &mut self.wakeup_preemption, "let a waking task preempt the running one"),
+            ("HRTICK", &mut self.hrtick, "end slices with a high-resolution timer, not at the next tick"),
         ];
         match v {
             Variant::Cfs => all.extend([
-                (
-                    "GENTLE_FAIR_SLEEPERS",
-                    &mut self.gentle_fair_sleepers,
-                    "sleeper credit is half of sched_latency",
-                ),
-                (
-                    "START_DEBIT",
-                    &mut self.start_debit,
-                    "new tasks start one vslice behind",
-                ),
-                (
-                    "LAST_BUDDY",
-                    &mut self.last_buddy,
-                    "prefer the task preempted at wakeup",
-                ),
+                ("GENTLE_FAIR_SLEEPERS", &mut self.gentle_fair_sleepers, "sleeper credit is half of sched_latency"),
+                ("START_DEBIT", &mut self.start_debit, "new tasks start one vslice behind"),
+                ("LAST_BUDDY", &mut self.last_buddy, "prefer the task preempted at wakeup"),
             ]),
             Variant::Eevdf => all.extend([
-                (
-                    "PLACE_LAG",
-                    &mut self.place_lag,
-                    "a waking task keeps its lag",
-                ),
+                ("PLACE_LAG", &mut self.place_lag, "a waking task keeps its lag"),
                 (
                     "PLACE_DEADLINE_INITIAL",
                     &mut self.place_deadline_initial,
                     "a new task gets half a slice to its deadline",
                 ),
-                (
-                    "PLACE_REL_DEADLINE",
-                    &mut self.place_rel_deadline,
-                    "a migrating task keeps its relative deadline",
-                ),
+                ("PLACE_REL_DEADLINE", &mut self.place_rel_deadline, "a migrating task keeps its relative deadline"),
                 (
                     "RUN_TO_PARITY",
                     &mut self.run_to_parity,
                     "the running task keeps the CPU until its protected slice ends",
                 ),
-                (
-                    "PREEMPT_SHORT",
-                    &mut self.preempt_short,
-                    "a task with a shorter slice may cut that protection",
-                ),
-                (
-                    "DELAY_DEQUEUE",
-                    &mut self.delay_dequeue,
-                    "a sleeper with negative lag stays queued until it is paid",
-                ),
-                (
-                    "DELAY_ZERO",
-                    &mut self.delay_zero,
-                    "a delayed task's positive lag is dropped",
-                ),
+                ("PREEMPT_SHORT", &mut self.preempt_short, "a task with a shorter slice may cut that protection"),
+                ("DELAY_DEQUEUE", &mut self.delay_dequeue, "a sleeper with negative lag stays queued until it is paid"),
+                ("DELAY_ZERO", &mut self.delay_zero, "a delayed task's positive lag is dropped"),
             ]),
         }
         all
@@ -154,16 +110,10 @@ pub fn scaling_factor(scaling: i64, nr_cpus: u32) -> u64 {
 }
 
 impl FairTunables {
-    pub fn new(
-        v: Variant,
-        nr_cpus: u32,
-        set: &BTreeMap<String, i64>,
-    ) -> Result<FairTunables, String> {
+    pub fn new(v: Variant, nr_cpus: u32, set: &BTreeMap<String, i64>) -> Result<FairTunables, String> {
         let scaling = *set.get("sched_tunable_scaling").unwrap_or(&1);
         if !(0..=2).contains(&scaling) {
-            return Err(
-                "sched_tunable_scaling is 0 (none), 1 (log, the default) or 2 (linear)".into(),
-            );
+            return Err("sched_tunable_scaling is 0 (none), 1 (log, the default) or 2 (linear)".into());
         }
         let f = scaling_factor(scaling, nr_cpus);
         let mut t = FairTunables {
@@ -181,18 +131,12 @@ impl FairTunables {
         let known = t.list(v).into_iter().map(|x| x.name).collect::<Vec<_>>();
         for (name, &value) in set {
             let positive = |what: &str| -> Result<u64, String> {
-                if value <= 0 {
-                    Err(format!("{name} = {value}: {what} must be above zero"))
-                } else {
-                    Ok(value as u64)
-                }
+                if value <= 0 { Err(format!("{name} = {value}: {what} must be above zero")) } else { Ok(value as u64) }
             };
             match (v, name.as_str()) {
                 (_, "sched_tunable_scaling") => {}
                 (Variant::Cfs, "sched_latency_ns") => t.sched_latency_ns = positive("a latency")?,
-                (Variant::Cfs, "sched_min_granularity_ns") => {
-                    t.sched_min_granularity_ns = positive("a granularity")?
-                }
+                (Variant::Cfs, "sched_min_granularity_ns") => t.sched_min_granularity_ns = positive("a granularity")?,
                 (Variant::Cfs, "sched_wakeup_granularity_ns") => {
                     t.sched_wakeup_granularity_ns = positive("a granularity")?
                 }
@@ -200,9 +144,7 @@ impl FairTunables {
                 (Variant::Eevdf, "base_slice_ns") => t.base_slice_ns = positive("a slice")?,
                 (_, "migration_cost_ns") => t.migration_cost_ns = value.max(0) as u64,
                 (_, "nr_migrate") => t.nr_migrate = positive("nr_migrate")? as u32,
-                (_, "sched_cfs_bandwidth_slice_us") => {
-                    t.sched_cfs_bandwidth_slice_us = positive("a slice")?
-                }
+                (_, "sched_cfs_bandwidth_slice_us") => t.sched_cfs_bandwidth_slice_us = positive("a slice")?,
                 (_, feature) => {
                     let mut found = false;
                     for (fname, slot, _) in t.features.table(v) {
@@ -273,11 +215,7 @@ impl FairTunables {
                 value: self.migration_cost_ns as i64,
                 help: "a task that ran this recently is cache hot and not migrated",
             },
-            Tunable {
-                name: "nr_migrate",
-                value: self.nr_migrate as i64,
-                help: "tasks looked at per balance",
-            },
+            Tunable { name: "nr_migrate", value: self.nr_migrate as i64, help: "tasks looked at per balance" },
             Tunable {
                 name: "sched_cfs_bandwidth_slice_us",
                 value: self.sched_cfs_bandwidth_slice_us as i64,
@@ -285,11 +223,7 @@ impl FairTunables {
             },
         ]);
         for (name, slot, help) in self.features.table(v) {
-            out.push(Tunable {
-                name,
-                value: *slot as i64,
-                help,
-            });
+            out.push(Tunable { name, value: *slot as i64, help });
         }
         out
     }
@@ -309,10 +243,7 @@ mod tests {
         let t = FairTunables::new(Variant::Eevdf, 2, &BTreeMap::new()).unwrap();
         assert_eq!(t.base_slice_ns, 1_500_000);
         let t = FairTunables::new(Variant::Cfs, 16, &BTreeMap::new()).unwrap();
-        assert_eq!(
-            (t.sched_latency_ns, t.sched_min_granularity_ns),
-            (24_000_000, 3_000_000)
-        );
+        assert_eq!((t.sched_latency_ns, t.sched_min_granularity_ns), (24_000_000, 3_000_000));
         assert_eq!(t.nr_latency(), 8);
     }
 
@@ -324,11 +255,6 @@ mod tests {
         assert!(err.contains("base_slice_ns"), "{err}");
         set.clear();
         set.insert("RUN_TO_PARITY".to_string(), 0);
-        assert!(
-            !FairTunables::new(Variant::Eevdf, 2, &set)
-                .unwrap()
-                .features
-                .run_to_parity
-        );
+        assert!(!FairTunables::new(Variant::Eevdf, 2, &set).unwrap().features.run_to_parity);
     }
 }

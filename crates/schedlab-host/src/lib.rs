@@ -1,0 +1,719 @@
+//! The host runner: a workload's task programs as real threads on this
+//! machine's kernel, measured into the same [`Report`] the simulator fills.
+//!
+//! `run` bursts spin until the thread has been on a CPU for the burst (so a
+//! burst is CPU time received, as in the simulator; see [`burn`]); sleeps and
+//! timers are absolute `clock_nanosleep`s with 1 ns timer slack; channels
+//! are pipes whose 8-byte messages carry the sender's timestamp, so a
+//! woken reader knows its wakeup latency. Nice, policy, affinity and custom
+//! slices go through the real syscalls; groups through the cgroup cpu
+//! controller where it can be used per thread. Per-thread CPU time comes
+//! from the thread CPU clocks, switches from getrusage(RUSAGE_THREAD),
+//! migrations and run delay from /proc; with tracefs, a private instance
+//! records sched_switch for exact switch counts and run time per switch.
+//! Threads, pipes, cgroups and the trace instance are all gone when `run`
+//! returns, after an error or Ctrl-C too.
+
+mod cgroup;
+mod info;
+mod sys;
+mod tracing;
+
+use schedlab_sim::engine::{TaskRng, task_rng};
+use schedlab_sim::ftrace::{SchedEvent, SchedEventKind};
+use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
+use schedlab_sim::workload::{Op, SchedPolicy};
+use schedlab_sim::{Nanos, Report, Workload, report::Hist};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread::JoinHandle;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(
+        "the workload asks for {want} CPUs but this machine lets schedlab use {have}: pass --cpus {have} or fewer, or use a smaller workload"
+    )]
+    TooManyCpus { want: u32, have: usize },
+    #[error("task '{task}': {message}")]
+    Attribute { task: String, message: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// Record sched events with tracefs when it is there.
+    pub tracing: bool,
+    /// Create the workload's cgroups when the machine permits.
+    pub groups: bool,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions { tracing: true, groups: true }
+    }
+}
+
+/// Message a pipe carries to make its reader stop.
+const STOP: u64 = u64::MAX;
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-C ends the run early (and cleanly); the previous handler comes back.
+struct SigintGuard {
+    old: libc::sighandler_t,
+}
+
+impl SigintGuard {
+    fn install() -> SigintGuard {
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        // SAFETY: the handler only stores to an atomic.
+        let old = unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
+        SigintGuard { old }
+    }
+}
+
+impl Drop for SigintGuard {
+    fn drop(&mut self) {
+        // SAFETY: restoring the handler that was there.
+        unsafe { libc::signal(libc::SIGINT, self.old) };
+    }
+}
+
+#[derive(Default)]
+struct ThreadResult {
+    task: u32,
+    spec: u32,
+    tid: i32,
+    created: Nanos,
+    exited: Option<Nanos>,
+    cpu_time: Nanos,
+    voluntary: u64,
+    involuntary: u64,
+    migrations: Option<u64>,
+    run_delay: Option<u64>,
+    wakeups: u64,
+    lat_sum: Nanos,
+    lat_max: Nanos,
+    lat: Hist,
+    work: Nanos,
+    runs: u64,
+}
+
+struct Shared {
+    w: Workload,
+    /// Host CPU of each workload CPU.
+    cpu_map: Vec<usize>,
+    pipes: Vec<sys::Pipe>,
+    stop: AtomicBool,
+    t0: AtomicU64,
+    end: AtomicU64,
+    ready: Barrier,
+    go: Barrier,
+    next_task: AtomicU32,
+    /// Task threads that have not finished their program.
+    live: AtomicU32,
+    spec_instances: Vec<AtomicU32>,
+    results: Mutex<Vec<ThreadResult>>,
+    errors: Mutex<Vec<HostError>>,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    cgroups: Option<cgroup::Cgroups>,
+    spins_per_ns: f64,
+}
+
+/// Spin iterations per nanosecond, roughly: it only sizes the pieces a
+/// burst spins between clock reads.
+fn calibrate_spin() -> f64 {
+    let mut n = 100_000u64;
+    loop {
+        let start = sys::now();
+        spin(n);
+        let took = sys::now() - start;
+        if took >= 5_000_000 || n > 1 << 40 {
+            return (n as f64 / took.max(1) as f64).max(1e-3);
+        }
+        n *= 4;
+    }
+}
+
+/// Length of one spin piece between reads of the clock.
+const SPIN_PIECE_NS: f64 = 2_000.0;
+/// A gap between two clock reads longer than this was a preemption, not
+/// running time.
+const PREEMPTED_GAP_NS: u64 = 100_000;
+
+/// Burns `burst` ns of CPU time. The CPU time is measured on the
+/// CLOCK_MONOTONIC vDSO (no system call): reading the thread CPU clock
+/// would enter the kernel, run update_curr() and end slices at their exact
+/// length instead of at the tick, which a real busy loop does not get; and
+/// counting iterations drifts with what the SMT sibling does. A gap between
+/// reads longer than PREEMPTED_GAP_NS is time the thread was not running.
+/// Returns false when the run's end stopped the burst.
+fn burn(sh: &Shared, burst: Nanos) -> bool {
+    let piece = ((SPIN_PIECE_NS * sh.spins_per_ns) as u64).max(1);
+    let mut left = burst as i64;
+    let mut last = sys::now();
+    while left > 0 {
+        spin(piece);
+        let now = sys::now();
+        let gap = now - last;
+        last = now;
+        left -= if gap < PREEMPTED_GAP_NS { gap as i64 } else { SPIN_PIECE_NS as i64 };
+        if sh.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+    }
+    true
+}
+
+#[inline(never)]
+fn spin(n: u64) {
+    for i in 0..n {
+        std::hint::black_box(i);
+    }
+}
+
+fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(), String> {
+    let s = &sh.w.tasks[spec as usize];
+    let cpus: Vec<usize> = match &sh.w.instance_affinity(spec, instance) {
+        Some(set) => set.iter().map(|c| sh.cpu_map[c as usize]).collect(),
+        None => sh.cpu_map.clone(),
+    };
+    sys::set_affinity(tid, &cpus)?;
+    match s.policy {
+        SchedPolicy::Normal => {}
+        SchedPolicy::Batch => sys::set_policy(tid, libc::SCHED_BATCH, 0, "SCHED_BATCH")?,
+        SchedPolicy::Idle => sys::set_policy(tid, libc::SCHED_IDLE, 0, "SCHED_IDLE")?,
+        SchedPolicy::Fifo(p) => sys::set_policy(tid, libc::SCHED_FIFO, p as i32, "SCHED_FIFO")?,
+        SchedPolicy::Rr(p) => sys::set_policy(tid, libc::SCHED_RR, p as i32, "SCHED_RR")?,
+    }
+    if !s.policy.is_rt() && s.policy != SchedPolicy::Idle && s.nice != 0 {
+        sys::set_nice(tid, s.nice)?;
+    }
+    if let Some(slice) = s.slice {
+        sys::set_slice(tid, s.nice, slice)?;
+    }
+    if let Some(cg) = &sh.cgroups {
+        cg.attach(s.group, tid)?;
+    }
+    Ok(())
+}
+
+fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostError> {
+    let task = sh.next_task.fetch_add(1, Ordering::SeqCst);
+    sh.live.fetch_add(1, Ordering::SeqCst);
+    let instance = sh.spec_instances[spec as usize].fetch_add(1, Ordering::SeqCst);
+    let shared = Arc::clone(sh);
+    let name = format!("sl-{}", sh.w.tasks[spec as usize].name);
+    let handle = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(move || task_thread(shared, task, spec, instance, at_barrier, name))
+        .map_err(|e| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)")))?;
+    sh.handles.lock().expect("no thread panics holding the lock").push(handle);
+    Ok(())
+}
+
+fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, at_barrier: bool, name: String) {
+    let tid = sys::gettid();
+    // Ctrl-C must reach the main thread, whose sleep it cuts short.
+    sys::block_sigint();
+    sys::set_thread_name(&name);
+    sys::set_min_timer_slack();
+    if let Err(message) = apply_attributes(&sh, spec, instance, tid) {
+        let task_name = sh.w.tasks[spec as usize].name.clone();
+        sh.errors.lock().expect("lock").push(HostError::Attribute { task: task_name, message });
+    }
+    if at_barrier {
+        sh.ready.wait();
+        sh.go.wait();
+    }
+    if sh.stop.load(Ordering::SeqCst) {
+        sh.live.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let t0 = sh.t0.load(Ordering::SeqCst);
+    let mut rng = task_rng(sh.w.seed, task);
+    if at_barrier {
+        // Everyone starts at t0 (or t0 + the task's start), not at the
+        // barrier, which opens a little before.
+        let start = t0 + sh.w.tasks[spec as usize].start.sample(&mut rng);
+        while sys::now() < start && !sh.stop.load(Ordering::SeqCst) {
+            sys::sleep_until(start);
+        }
+    }
+    let cpu0 = sys::thread_cpu_time();
+    let ru0 = sys::thread_rusage();
+    let mig0 = sys::task_sched_field(tid, "se.nr_migrations");
+    let delay0 = sys::task_run_delay(tid);
+    let mut r = ThreadResult { task, spec, tid, created: sys::now().saturating_sub(t0), ..ThreadResult::default() };
+    let finished = run_program(&sh, spec, &mut rng, &mut r);
+    let end = sh.end.load(Ordering::SeqCst);
+    if finished {
+        r.exited = Some(sys::now().min(end).saturating_sub(t0));
+    }
+    r.cpu_time = sys::thread_cpu_time() - cpu0;
+    let ru = sys::thread_rusage();
+    r.voluntary = ru.voluntary - ru0.voluntary;
+    r.involuntary = ru.involuntary - ru0.involuntary;
+    r.migrations = sys::task_sched_field(tid, "se.nr_migrations").zip(mig0).map(|(a, b)| a - b);
+    r.run_delay = sys::task_run_delay(tid).zip(delay0).map(|(a, b)| a - b);
+    sh.results.lock().expect("lock").push(r);
+    sh.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn record_latency(r: &mut ThreadResult, lat: Nanos) {
+    r.wakeups += 1;
+    r.lat_sum += lat;
+    r.lat_max = r.lat_max.max(lat);
+    r.lat.record(lat);
+}
+
+/// Sleeps to `target`; false when the run ends first.
+fn sleep_to(sh: &Shared, target: Nanos, r: &mut ThreadResult) -> bool {
+    let end = sh.end.load(Ordering::SeqCst);
+    if target >= end {
+        sys::sleep_until(end);
+        return false;
+    }
+    while !sys::sleep_until(target) {
+        if sh.stop.load(Ordering::SeqCst) {
+            return false;
+        }
+    }
+    record_latency(r, sys::now().saturating_sub(target));
+    true
+}
+
+/// Runs the task's program; true when it ended by itself (exit or end of
+/// program), false when the run's end stopped it.
+fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadResult) -> bool {
+    let program = &sh.w.tasks[spec as usize].program;
+    let mut pc = 0usize;
+    let mut loops: Vec<(usize, u64)> = Vec::new();
+    let mut timer_next: Option<Nanos> = None;
+    while let Some(op) = program.get(pc) {
+        pc += 1;
+        if sh.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match op {
+            Op::Run(d) => {
+                let burst = d.sample(rng);
+                r.runs += 1;
+                if !burn(sh, burst) {
+                    return false;
+                }
+                r.work += burst;
+            }
+            Op::Sleep(d) => {
+                let target = sys::now() + d.sample(rng);
+                if !sleep_to(sh, target, r) {
+                    return false;
+                }
+            }
+            Op::Timer(period) => {
+                let now = sys::now();
+                let mut next = timer_next.map_or(now + period, |n| n + period);
+                if next <= now {
+                    next += (now - next) / period * period + period;
+                }
+                timer_next = Some(next);
+                if !sleep_to(sh, next, r) {
+                    return false;
+                }
+            }
+            Op::Wait(ch) => {
+                let pipe = &sh.pipes[*ch as usize];
+                let mut avail: libc::c_int = 0;
+                // SAFETY: FIONREAD writes an int.
+                unsafe { libc::ioctl(pipe.read, libc::FIONREAD, &mut avail) };
+                let blocked = avail < 8;
+                match pipe.recv() {
+                    Some(STOP) | None => return false,
+                    Some(sent) if blocked => record_latency(r, sys::now().saturating_sub(sent)),
+                    Some(_) => {}
+                }
+            }
+            Op::Signal(ch) => {
+                if !sh.pipes[*ch as usize].send(sys::now()) {
+                    return false;
+                }
+            }
+            Op::Yield => sys::sched_yield(),
+            Op::Fork(child) => {
+                if let Err(e) = spawn_task(sh, *child, false) {
+                    sh.errors.lock().expect("lock").push(e);
+                }
+            }
+            Op::Exit => return true,
+            Op::LoopStart { count, .. } => loops.push((pc - 1, count.unwrap_or(u64::MAX))),
+            Op::LoopEnd { start } => {
+                let (_, left) = loops.last_mut().expect("LoopEnd pairs with LoopStart");
+                if *left != u64::MAX {
+                    *left -= 1;
+                }
+                if *left == 0 {
+                    loops.pop();
+                } else {
+                    pc = *start as usize + 1;
+                }
+            }
+        }
+    }
+    true
+}
+
+pub struct HostRun {
+    pub report: Report,
+    /// Things the user should know: groups or tracing not used, and why.
+    pub warnings: Vec<String>,
+}
+
+/// Runs the workload on this machine for its duration (or until Ctrl-C).
+pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
+    let allowed = sys::allowed_cpus();
+    let want = w.nr_cpus();
+    if want as usize > allowed.len() {
+        return Err(HostError::TooManyCpus { want, have: allowed.len() });
+    }
+    let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
+    let kernel = info::read();
+    let mut warnings = Vec::new();
+    let mut notes = kernel.notes.clone();
+
+    let mut cgroups_state = "the workload has no groups".to_string();
+    let cgroups = if w.groups.len() > 1 && opts.groups {
+        match cgroup::Cgroups::setup(&w.groups) {
+            Ok(cg) => {
+                cgroups_state = "cgroup v1 cpu controller (cpu.shares, cpu.cfs_quota_us)".into();
+                Some(cg)
+            }
+            Err(why) => {
+                warnings.push(format!("groups: {why}"));
+                cgroups_state = why;
+                None
+            }
+        }
+    } else {
+        if w.groups.len() > 1 {
+            cgroups_state = "groups turned off".into();
+        }
+        None
+    };
+    let (tracer, tracing_state) = if opts.tracing {
+        match tracing::Tracer::new(allowed.len()) {
+            Ok(t) => (Some(t), "tracefs instance (sched_switch, sched_wakeup, sched_migrate_task)".to_string()),
+            Err(why) => {
+                warnings.push(format!("tracing: {why}"));
+                (None, why)
+            }
+        }
+    } else {
+        (None, "tracing turned off".to_string())
+    };
+
+    let pipes = (0..w.channels.len())
+        .map(|_| sys::Pipe::new())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| HostError::Setup(format!("cannot create a pipe: {e}")))?;
+    let initial: Vec<u32> = w
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.template)
+        .flat_map(|(i, t)| std::iter::repeat_n(i as u32, t.count as usize))
+        .collect();
+    let sh = Arc::new(Shared {
+        w: w.clone(),
+        cpu_map,
+        pipes,
+        stop: AtomicBool::new(false),
+        t0: AtomicU64::new(0),
+        end: AtomicU64::new(u64::MAX),
+        ready: Barrier::new(initial.len() + 1),
+        go: Barrier::new(initial.len() + 1),
+        next_task: AtomicU32::new(0),
+        live: AtomicU32::new(0),
+        spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
+        results: Mutex::new(Vec::new()),
+        errors: Mutex::new(Vec::new()),
+        handles: Mutex::new(Vec::new()),
+        cgroups,
+        spins_per_ns: calibrate_spin(),
+    });
+    let _sigint = SigintGuard::install();
+    let mut spawned = 0;
+    for &spec in &initial {
+        if let Err(e) = spawn_task(&sh, spec, true) {
+            // Release the threads already waiting, then report.
+            sh.stop.store(true, Ordering::SeqCst);
+            sh.errors.lock().expect("lock").push(e);
+            break;
+        }
+        spawned += 1;
+    }
+    if spawned < initial.len() {
+        // The barriers count every initial task: stand in for the missing.
+        for _ in spawned..initial.len() {
+            let b = Arc::clone(&sh);
+            std::thread::spawn(move || {
+                b.ready.wait();
+                b.go.wait();
+            });
+        }
+    }
+    sh.ready.wait();
+    let failed = !sh.errors.lock().expect("lock").is_empty();
+    if failed {
+        sh.stop.store(true, Ordering::SeqCst);
+    }
+    let stat0 = sys::cpu_times();
+    if let Some(t) = &tracer {
+        t.set_on(true);
+    }
+    let t0 = sys::now() + 2_000_000;
+    sh.t0.store(t0, Ordering::SeqCst);
+    let end = t0 + w.duration;
+    sh.end.store(end, Ordering::SeqCst);
+    sh.go.wait();
+    if !failed {
+        // Wake every 100 ms to see whether every task has exited: a finite
+        // workload ends there, with its makespan.
+        loop {
+            let now = sys::now();
+            if now >= end || INTERRUPTED.load(Ordering::SeqCst) || sh.live.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            sys::sleep_until(end.min(now + 100_000_000));
+        }
+    }
+    let stop = sys::now().min(end);
+    sh.stop.store(true, Ordering::SeqCst);
+    let nr_threads = sh.handles.lock().expect("lock").len() + 16;
+    for p in &sh.pipes {
+        p.make_write_nonblocking();
+        for _ in 0..nr_threads {
+            if !p.send(STOP) {
+                break;
+            }
+        }
+    }
+    loop {
+        let batch: Vec<JoinHandle<()>> = std::mem::take(&mut *sh.handles.lock().expect("lock"));
+        if batch.is_empty() {
+            break;
+        }
+        for h in batch {
+            let _ = h.join();
+        }
+    }
+    if let Some(e) = sh.errors.lock().expect("lock").drain(..).next() {
+        return Err(e);
+    }
+    let stat1 = sys::cpu_times();
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst) && stop < end;
+    if interrupted {
+        notes.push(format!("interrupted by Ctrl-C after {:.3} s", (stop - t0) as f64 / 1e9));
+    }
+    let trace = match &tracer {
+        Some(t) => match t.collect() {
+            Ok((events, overrun)) => {
+                if overrun > 0 {
+                    notes.push(format!("the trace buffers dropped {overrun} events: switch figures are partial"));
+                }
+                Some(events)
+            }
+            Err(e) => {
+                warnings.push(format!("tracing: {e}"));
+                None
+            }
+        },
+        None => None,
+    };
+    drop(tracer);
+
+    let results = std::mem::take(&mut *sh.results.lock().expect("lock"));
+    let report = build_report(
+        &sh,
+        results,
+        trace.as_deref(),
+        t0,
+        stop,
+        &stat0,
+        &stat1,
+        HostInfo {
+            kernel_release: kernel.release.clone(),
+            hz: kernel.hz,
+            preempt: kernel.preempt.clone(),
+            tracing: tracing_state,
+            cgroups: cgroups_state,
+            notes,
+        },
+        kernel.tunables.clone(),
+    );
+    Ok(HostRun { report, warnings })
+}
+
+struct TraceFigures {
+    switches: u64,
+    per_tid: HashMap<i32, (u64, u64, u64)>,
+    rps: Vec<Hist>,
+}
+
+/// Switches, voluntary/involuntary splits, migrations and run time per
+/// switch of our threads, from the trace, inside [t0, stop].
+fn analyse_trace(
+    events: &[SchedEvent],
+    spec_of: &HashMap<i32, u32>,
+    nr_specs: usize,
+    t0: Nanos,
+    stop: Nanos,
+) -> TraceFigures {
+    let mut f = TraceFigures { switches: 0, per_tid: HashMap::new(), rps: vec![Hist::default(); nr_specs] };
+    let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    for ev in events {
+        let inside = ev.ts >= t0 && ev.ts <= stop;
+        match &ev.kind {
+            SchedEventKind::Switch { prev_pid, prev_state, next_pid, .. } => {
+                let prev = *prev_pid as i32;
+                if let Some(&spec) = spec_of.get(&prev) {
+                    if let Some((tid, since)) = running.remove(&ev.cpu) {
+                        if tid == prev && inside {
+                            f.rps[spec as usize].record(ev.ts - since.max(t0));
+                        }
+                    }
+                    if inside {
+                        f.switches += 1;
+                        let e = f.per_tid.entry(prev).or_default();
+                        if prev_state.starts_with('R') {
+                            e.1 += 1;
+                        } else {
+                            e.0 += 1;
+                        }
+                    }
+                }
+                let next = *next_pid as i32;
+                if spec_of.contains_key(&next) {
+                    running.insert(ev.cpu, (next, ev.ts));
+                } else {
+                    running.remove(&ev.cpu);
+                }
+            }
+            SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
+                f.per_tid.entry(*pid as i32).or_default().2 += 1;
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    sh: &Shared,
+    mut results: Vec<ThreadResult>,
+    trace: Option<&[SchedEvent]>,
+    t0: Nanos,
+    stop: Nanos,
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    host: HostInfo,
+    tunables: Vec<(String, i64)>,
+) -> Report {
+    let w = &sh.w;
+    results.sort_by_key(|r| r.task);
+    let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
+    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop));
+    let rusage_switches: u64 = results.iter().map(|r| r.voluntary + r.involuntary).sum();
+    if figures.as_ref().is_some_and(|f| f.switches == 0 && rusage_switches > 0) {
+        // The trace missed our threads (a filter the kernel did not apply):
+        // trust getrusage rather than report no switches.
+        figures = None;
+    }
+    let mut absent = Vec::new();
+    if figures.is_none() {
+        absent.push("runtime_per_switch (needs tracefs)".to_string());
+    }
+    let mut spec_lat = vec![Hist::default(); w.tasks.len()];
+    let mut migrations_total = 0;
+    let mut switches_total = 0;
+    let mut raw = Vec::new();
+    for r in &results {
+        spec_lat[r.spec as usize].merge(&r.lat);
+        let spec = &w.tasks[r.spec as usize];
+        let (vol, invol, mig) = match &figures {
+            Some(f) => {
+                let e = f.per_tid.get(&r.tid).copied().unwrap_or_default();
+                (e.0, e.1, e.2)
+            }
+            None => (r.voluntary, r.involuntary, r.migrations.unwrap_or(0)),
+        };
+        switches_total += vol + invol;
+        migrations_total += mig;
+        raw.push(TaskRaw {
+            name: if spec.count > 1 || spec.template { format!("{}-{}", spec.name, r.task) } else { spec.name.clone() },
+            spec: r.spec,
+            cpu_time: r.cpu_time,
+            created: r.created,
+            exited: r.exited,
+            run_delay: r.run_delay.unwrap_or(0),
+            wakeups: r.wakeups,
+            lat_sum: r.lat_sum,
+            lat_max: r.lat_max,
+            voluntary: vol,
+            involuntary: invol,
+            migrations: mig,
+            work: r.work,
+            runs: r.runs,
+        });
+    }
+    if figures.is_none() && results.iter().any(|r| r.migrations.is_none()) {
+        absent.push("migrations (needs tracefs or CONFIG_SCHED_DEBUG's /proc/PID/sched)".to_string());
+    }
+    if results.iter().any(|r| r.run_delay.is_none()) {
+        absent.push("run_delay (needs CONFIG_SCHED_INFO's /proc/PID/schedstat)".to_string());
+    }
+    let jiffy_ns = 1_000_000_000 / sys::user_hz();
+    let per_cpu = sh
+        .cpu_map
+        .iter()
+        .enumerate()
+        .map(|(i, &hc)| {
+            let (b0, i0) = stat0.get(hc).copied().unwrap_or_default();
+            let (b1, i1) = stat1.get(hc).copied().unwrap_or_default();
+            CpuReport {
+                cpu: i as u32,
+                busy_ns: b1.saturating_sub(b0) * jiffy_ns,
+                idle_ns: i1.saturating_sub(i0) * jiffy_ns,
+                switch_overhead_ns: 0,
+            }
+        })
+        .collect();
+    let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
+    let duration = if finished { results.iter().filter_map(|r| r.exited).max().unwrap_or(0) } else { stop - t0 };
+    let frame = ReportFrame {
+        source: "host".into(),
+        scheduler: format!("linux {} (this machine)", host.kernel_release),
+        workload: w.name.clone(),
+        seed: w.seed,
+        cpus: w.nr_cpus(),
+        hz: host.hz.unwrap_or(0),
+        stop: duration,
+        finished,
+        tunables,
+        context_switches: switches_total,
+        migrations: migrations_total,
+        events: 0,
+        per_cpu,
+        extra: Vec::new(),
+        absent,
+        host: Some(host),
+    };
+    let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
+    let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
+    assemble(frame, raw, &names, &spec_lat, &spec_rps)
+}

@@ -1,0 +1,289 @@
+//! The system calls the host runner makes, wrapped so each failure says
+//! what was attempted and how to get permission for it.
+
+use schedlab_sim::Nanos;
+use std::io;
+
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+fn clock(id: libc::clockid_t) -> Nanos {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec; both clocks always exist on Linux.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    ts.tv_sec as Nanos * 1_000_000_000 + ts.tv_nsec as Nanos
+}
+
+/// CLOCK_MONOTONIC, the clock ftrace's "mono" trace_clock also reads.
+pub fn now() -> Nanos {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time of the calling thread.
+pub fn thread_cpu_time() -> Nanos {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// Sleeps until an absolute CLOCK_MONOTONIC time; false when a signal cut
+/// it short.
+pub fn sleep_until(at: Nanos) -> bool {
+    let ts =
+        libc::timespec { tv_sec: (at / 1_000_000_000) as libc::time_t, tv_nsec: (at % 1_000_000_000) as libc::c_long };
+    // SAFETY: ts is valid; a null remainder is allowed with TIMER_ABSTIME.
+    let rc = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+    rc == 0
+}
+
+pub struct Rusage {
+    pub voluntary: u64,
+    pub involuntary: u64,
+}
+
+/// getrusage(RUSAGE_THREAD): this thread's context switches.
+pub fn thread_rusage() -> Rusage {
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    Rusage { voluntary: ru.ru_nvcsw as u64, involuntary: ru.ru_nivcsw as u64 }
+}
+
+fn last_error(what: &str, fix: &str) -> String {
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EPERM) || e.raw_os_error() == Some(libc::EACCES) {
+        format!("{what}: not permitted ({e}); {fix}")
+    } else {
+        format!("{what}: {e}")
+    }
+}
+
+pub fn set_nice(tid: i32, nice: i32) -> Result<(), String> {
+    // SAFETY: plain syscall on our own thread id.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if rc != 0 {
+        return Err(last_error(&format!("setting nice {nice}"), "run as root or with CAP_SYS_NICE, or use nice >= 0"));
+    }
+    Ok(())
+}
+
+/// sched_setscheduler for SCHED_BATCH, SCHED_IDLE, SCHED_FIFO and SCHED_RR.
+pub fn set_policy(tid: i32, policy: libc::c_int, rt_priority: i32, label: &str) -> Result<(), String> {
+    let param = libc::sched_param { sched_priority: rt_priority };
+    // SAFETY: valid param for our own thread.
+    let rc = unsafe { libc::sched_setscheduler(tid, policy, &param) };
+    if rc != 0 {
+        return Err(last_error(
+            &format!("setting {label}"),
+            "real-time policies need root or CAP_SYS_NICE (and RLIMIT_RTPRIO)",
+        ));
+    }
+    Ok(())
+}
+
+pub fn set_affinity(tid: i32, cpus: &[usize]) -> Result<(), String> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays in bounds for < 1024.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: c < CPU_SETSIZE is checked by the caller's mapping.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: valid set for our own thread.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(last_error("setting CPU affinity", "check the container's cpuset"));
+    }
+    Ok(())
+}
+
+/// The CPUs this process may run on, in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as above.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+    }
+    // SAFETY: reading bits of an initialized set.
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// sched_setattr with sched_runtime: EEVDF's custom slice (Linux 6.12+).
+pub fn set_slice(tid: i32, nice: i32, slice: Nanos) -> Result<(), String> {
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        sched_policy: u32,
+        sched_flags: u64,
+        sched_nice: i32,
+        sched_priority: u32,
+        sched_runtime: u64,
+        sched_deadline: u64,
+        sched_period: u64,
+    }
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: libc::SCHED_OTHER as u32,
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        sched_runtime: slice,
+        sched_deadline: 0,
+        sched_period: 0,
+    };
+    // SAFETY: attr is a valid sched_attr of the size it declares.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0u32) };
+    if rc != 0 {
+        return Err(last_error(
+            &format!("setting a {slice} ns slice with sched_setattr"),
+            "custom slices need Linux 6.12 or newer",
+        ));
+    }
+    Ok(())
+}
+
+/// Timer slack of 1 ns, so timed wakeups are not rounded by the default 50 us.
+pub fn set_min_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+}
+
+pub fn set_thread_name(name: &str) {
+    let mut bytes: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    bytes.push(0);
+    // SAFETY: a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong) };
+}
+
+pub fn sched_yield() {
+    // SAFETY: no arguments.
+    unsafe { libc::sched_yield() };
+}
+
+/// A pipe carrying 8-byte timestamps, the host's channel.
+pub struct Pipe {
+    pub read: i32,
+    pub write: i32,
+}
+
+impl Pipe {
+    pub fn new() -> io::Result<Pipe> {
+        let mut fds = [0i32; 2];
+        // SAFETY: fds has room for two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Pipe { read: fds[0], write: fds[1] })
+    }
+
+    pub fn send(&self, value: u64) -> bool {
+        let buf = value.to_ne_bytes();
+        loop {
+            // SAFETY: 8 valid bytes; writes of up to PIPE_BUF are atomic.
+            let n = unsafe { libc::write(self.write, buf.as_ptr().cast(), 8) };
+            if n == 8 {
+                return true;
+            }
+            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return false;
+        }
+    }
+
+    pub fn recv(&self) -> Option<u64> {
+        let mut buf = [0u8; 8];
+        loop {
+            // SAFETY: 8 writable bytes.
+            let n = unsafe { libc::read(self.read, buf.as_mut_ptr().cast(), 8) };
+            if n == 8 {
+                return Some(u64::from_ne_bytes(buf));
+            }
+            if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return None;
+        }
+    }
+
+    /// Let the writer stop without blocking on a full pipe.
+    pub fn make_write_nonblocking(&self) {
+        // SAFETY: fcntl on our own descriptor.
+        unsafe {
+            let flags = libc::fcntl(self.write, libc::F_GETFL);
+            libc::fcntl(self.write, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // SAFETY: closing descriptors we own.
+        unsafe {
+            libc::close(self.read);
+            libc::close(self.write);
+        }
+    }
+}
+
+/// Number from `/proc/self/task/TID/sched`, e.g. "se.nr_migrations"
+/// (needs CONFIG_SCHED_DEBUG).
+pub fn task_sched_field(tid: i32, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/sched")).ok()?;
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().split('.').next().and_then(|x| x.parse().ok()))
+}
+
+/// run_delay from `/proc/self/task/TID/schedstat` (CONFIG_SCHED_INFO).
+pub fn task_run_delay(tid: i32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// (busy, idle) jiffies per CPU from /proc/stat.
+pub fn cpu_times() -> Vec<(u64, u64)> {
+    let Ok(text) = std::fs::read_to_string("/proc/stat") else { return Vec::new() };
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let mut it = line.split_whitespace();
+        let Some(name) = it.next() else { continue };
+        if !name.starts_with("cpu") || name == "cpu" {
+            continue;
+        }
+        let Ok(cpu) = name[3..].parse::<usize>() else { continue };
+        let v: Vec<u64> = it.filter_map(|x| x.parse().ok()).collect();
+        if v.len() < 8 {
+            continue;
+        }
+        // user nice system idle iowait irq softirq steal
+        let busy = v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+        let idle = v[3] + v[4];
+        if out.len() <= cpu {
+            out.resize(cpu + 1, (0, 0));
+        }
+        out[cpu] = (busy, idle);
+    }
+    out
+}
+
+/// USER_HZ, the unit of /proc/stat.
+pub fn user_hz() -> u64 {
+    // SAFETY: sysconf has no side effects.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if v > 0 { v as u64 } else { 100 }
+}
+
+/// Keeps SIGINT away from the calling thread.
+pub fn block_sigint() {
+    // SAFETY: a zeroed sigset_t is valid input to sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}

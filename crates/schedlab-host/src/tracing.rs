@@ -1,0 +1,93 @@
+//! Exact per-switch data from the kernel: a private tracefs instance
+//! (`instances/schedlab-PID`, so a user's own tracing is left alone) with
+//! sched_switch, sched_wakeup(_new) and sched_migrate_task enabled for this
+//! process's threads only, on the CLOCK_MONOTONIC trace clock. The instance
+//! is removed when the run ends, however it ends.
+
+use schedlab_sim::ftrace::{self, SchedEvent};
+use std::path::PathBuf;
+
+pub struct Tracer {
+    dir: PathBuf,
+    nr_cpus: usize,
+}
+
+const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
+/// Per-CPU ring buffer size in KiB.
+const BUFFER_KB: u32 = 16384;
+
+fn tracefs_root() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
+        })
+        .find(|p| p.join("instances").is_dir())
+        .or_else(|| {
+            let d = PathBuf::from("/sys/kernel/debug/tracing");
+            d.join("instances").is_dir().then_some(d)
+        })
+}
+
+impl Tracer {
+    /// Sets up the instance (tracing still off), or says why it cannot.
+    pub fn new(nr_cpus: usize) -> Result<Tracer, String> {
+        let root = tracefs_root().ok_or(
+            "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing); \
+             switch counts come from getrusage and run time per switch is absent",
+        )?;
+        let dir = root.join("instances").join(format!("schedlab-{}", std::process::id()));
+        std::fs::create_dir(&dir).map_err(|e| {
+            format!("cannot create tracefs instance {} ({e}); run as root for exact per-switch data", dir.display())
+        })?;
+        let t = Tracer { dir, nr_cpus };
+        let set = |file: &str, value: &str| {
+            std::fs::write(t.dir.join(file), value).map_err(|e| format!("tracefs {file}: {e}"))
+        };
+        set("tracing_on", "0")?;
+        set("trace_clock", "mono")?;
+        set("buffer_size_kb", &BUFFER_KB.to_string())?;
+        set("options/event-fork", "1")?;
+        // The thread that will create the task threads; event-fork adds
+        // every thread it (and they) create.
+        set("set_event_pid", &crate::sys::gettid().to_string())?;
+        for ev in EVENTS {
+            set(&format!("events/sched/{ev}/enable"), "1")?;
+        }
+        Ok(t)
+    }
+
+    pub fn set_on(&self, on: bool) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), if on { "1" } else { "0" });
+    }
+
+    /// The recorded events, and how many the ring buffers dropped.
+    pub fn collect(&self) -> Result<(Vec<SchedEvent>, u64), String> {
+        self.set_on(false);
+        let text = std::fs::read_to_string(self.dir.join("trace")).map_err(|e| format!("reading the trace: {e}"))?;
+        let events = ftrace::parse(&text)?;
+        let mut overrun = 0;
+        for cpu in 0..self.nr_cpus {
+            if let Ok(stats) = std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))) {
+                overrun += stats
+                    .lines()
+                    .find_map(|l| l.strip_prefix("overrun:"))
+                    .and_then(|v| v.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+            }
+        }
+        Ok((events, overrun))
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        self.set_on(false);
+        for ev in EVENTS {
+            let _ = std::fs::write(self.dir.join(format!("events/sched/{ev}/enable")), "0");
+        }
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

@@ -1,0 +1,200 @@
+//! The host runner for real, on small workloads. Each test that needs
+//! something the machine may refuse (tracefs, cgroups) says so and skips.
+
+use schedlab_host::{HostError, HostOptions, run};
+use schedlab_sim::{Overrides, Workload};
+
+fn workload(text: &str) -> Workload {
+    Workload::from_toml(text, "host-test.toml", &Overrides::default()).unwrap()
+}
+
+/// Task threads of the runner still alive (they are named "sl-TASK").
+fn task_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_to_string(e.path().join("comm")).is_ok_and(|c| c.starts_with("sl-")))
+        .count()
+}
+
+fn leftovers(kind: &str) -> Vec<String> {
+    let pid = std::process::id();
+    let mut found = Vec::new();
+    for dir in
+        ["/sys/kernel/tracing/instances", "/sys/kernel/debug/tracing/instances", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup"]
+    {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name == format!("schedlab-{pid}") {
+                    found.push(format!("{kind}: {dir}/{name}"));
+                }
+            }
+        }
+    }
+    found
+}
+
+// Tests share the machine: run them one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn spinners_share_one_cpu_and_leave_nothing_behind() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "600ms"
+[machine]
+cpus = 1
+[[task]]
+name = "spin"
+count = 3
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let out = run(&w, &HostOptions::default()).unwrap();
+    let r = &out.report;
+    assert_eq!(r.source, "host");
+    assert_eq!(r.tasks.len(), 3);
+    let total: f64 = r.tasks.iter().map(|t| t.cpu_share_pct).sum();
+    assert!((85.0..=101.0).contains(&total), "3 spinners on one CPU used {total:.1}% of it");
+    for t in &r.tasks {
+        assert!((t.cpu_share_pct - 33.3).abs() < 10.0, "{} got {:.1}%", t.name, t.cpu_share_pct);
+    }
+    assert!(r.totals.involuntary_switches > 10, "spinners sharing a CPU are preempted");
+    let host = r.host.as_ref().expect("host info");
+    assert!(!host.kernel_release.is_empty());
+    if host.tracing.starts_with("tracefs") {
+        assert!(r.runtime_per_switch.count > 10, "tracing gives run time per switch");
+    } else {
+        eprintln!("skipping the tracing checks: {}", host.tracing);
+    }
+    assert_eq!(task_threads(), 0, "every task thread is gone");
+    assert!(leftovers("left").is_empty(), "{:?}", leftovers("left"));
+}
+
+#[test]
+fn timers_and_pipes_measure_wakeup_latency() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "500ms"
+[machine]
+cpus = 1
+[[task]]
+name = "cyclic"
+program = [ { loop = "forever", body = [ { timer = "1ms" }, { run = "20us" } ] } ]
+[[task]]
+name = "ping"
+program = [ { loop = "forever", body = [ { run = "5us" }, { signal = "a" }, { wait = "b" } ] } ]
+[[task]]
+name = "pong"
+program = [ { loop = "forever", body = [ { wait = "a" }, { run = "5us" }, { signal = "b" } ] } ]
+"#,
+    );
+    let r = run(&w, &HostOptions::default()).unwrap().report;
+    let spec = |n: &str| r.specs.iter().find(|s| s.name == n).unwrap();
+    let cyc = &spec("cyclic").wakeup_latency;
+    assert!((350..=520).contains(&cyc.count), "a 1 ms timer over 500 ms wakes ~500 times: {}", cyc.count);
+    assert!(cyc.p50 < 2_000_000, "timer p50 latency {} ns", cyc.p50);
+    assert!(spec("pong").wakeup_latency.count > 100, "pipe wakeups are measured");
+}
+
+#[test]
+fn more_cpus_than_the_machine_is_refused() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload("[machine]\ncpus = 4096\n[[task]]\nname = \"t\"\nprogram = [ { run = \"1ms\" } ]\n");
+    match run(&w, &HostOptions::default()) {
+        Err(e @ HostError::TooManyCpus { .. }) => assert!(e.to_string().contains("pass --cpus"), "{e}"),
+        other => panic!("expected TooManyCpus, got {:?}", other.map(|r| r.report.scheduler)),
+    }
+}
+
+#[test]
+fn finite_workloads_end_early_with_a_makespan() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "5s"
+[machine]
+cpus = 1
+[[task]]
+name = "job"
+count = 2
+program = [ { run = "30ms" }, { exit = true } ]
+"#,
+    );
+    let r = run(&w, &HostOptions::default()).unwrap().report;
+    let m = r.totals.makespan_ns.expect("both jobs exit");
+    assert!((55_000_000..1_000_000_000).contains(&m), "two 30 ms jobs on one CPU: makespan {m}");
+}
+
+#[test]
+fn group_weights_split_a_cpu_where_cgroups_are_permitted() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "1s"
+[machine]
+cpus = 1
+[[group]]
+name = "big"
+cpu_weight = 300
+[[group]]
+name = "small"
+cpu_weight = 100
+[[task]]
+name = "in-big"
+count = 2
+group = "big"
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "in-small"
+count = 2
+group = "small"
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let out = run(&w, &HostOptions::default()).unwrap();
+    let host = out.report.host.as_ref().unwrap();
+    if !host.cgroups.starts_with("cgroup") {
+        eprintln!("skipping: cgroups are not usable here: {}", host.cgroups);
+        return;
+    }
+    let big: f64 = out.report.tasks.iter().filter(|t| t.name.starts_with("in-big")).map(|t| t.cpu_share_pct).sum();
+    assert!((big - 75.0).abs() < 10.0, "weight 300 vs 100 gave the big group {big:.1}%");
+    assert!(leftovers("left").is_empty(), "{:?}", leftovers("left"));
+}
+
+#[test]
+fn ctrl_c_stops_the_run_cleanly_with_a_partial_report() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "20s"
+[machine]
+cpus = 1
+[[task]]
+name = "spin"
+count = 2
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    // SAFETY: pthread_self of this thread, signalled from a helper.
+    let me = unsafe { libc::pthread_self() } as usize;
+    let kicker = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: the test thread is alive, blocked in run().
+        unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGINT) };
+    });
+    let start = std::time::Instant::now();
+    let r = run(&w, &HostOptions::default()).unwrap().report;
+    kicker.join().unwrap();
+    assert!(start.elapsed().as_secs() < 5, "Ctrl-C ends the run promptly");
+    assert!(r.duration_ns < 5_000_000_000, "the report covers the time that ran");
+    assert!(r.host.unwrap().notes.iter().any(|n| n.contains("interrupted")));
+    assert!(leftovers("left").is_empty());
+}
