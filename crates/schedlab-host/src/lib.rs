@@ -84,6 +84,22 @@ impl Drop for SigintGuard {
     }
 }
 
+/// SCHED_FIFO for the calling thread while it lives, SCHED_OTHER after.
+struct ControllerPriority;
+
+impl ControllerPriority {
+    fn raise() -> Result<ControllerPriority, String> {
+        sys::set_policy(0, libc::SCHED_FIFO, 50, "SCHED_FIFO for the controller thread")?;
+        Ok(ControllerPriority)
+    }
+}
+
+impl Drop for ControllerPriority {
+    fn drop(&mut self) {
+        let _ = sys::set_policy(0, libc::SCHED_OTHER, 0, "SCHED_OTHER");
+    }
+}
+
 #[derive(Default)]
 struct ThreadResult {
     task: u32,
@@ -185,7 +201,9 @@ fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(
     };
     sys::set_affinity(tid, &cpus)?;
     match s.policy {
-        SchedPolicy::Normal => {}
+        // Explicitly, since a thread inherits its creator's policy, and
+        // schedlab itself may run under chrt.
+        SchedPolicy::Normal => sys::set_policy(tid, libc::SCHED_OTHER, 0, "SCHED_OTHER")?,
         SchedPolicy::Batch => sys::set_policy(tid, libc::SCHED_BATCH, 0, "SCHED_BATCH")?,
         SchedPolicy::Idle => sys::set_policy(tid, libc::SCHED_IDLE, 0, "SCHED_IDLE")?,
         SchedPolicy::Fifo(p) => sys::set_policy(tid, libc::SCHED_FIFO, p as i32, "SCHED_FIFO")?,
@@ -231,25 +249,34 @@ fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, at_barrier:
         sh.ready.wait();
         sh.go.wait();
     }
-    if sh.stop.load(Ordering::SeqCst) {
+    let t0 = sh.t0.load(Ordering::SeqCst);
+    if sh.stop.load(Ordering::SeqCst) && t0 == 0 {
+        // The run never started (setup failed).
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
     }
-    let t0 = sh.t0.load(Ordering::SeqCst);
     let mut rng = task_rng(sh.w.seed, task);
-    if at_barrier {
-        // Everyone starts at t0 (or t0 + the task's start), not at the
-        // barrier, which opens a little before.
-        let start = t0 + sh.w.tasks[spec as usize].start.sample(&mut rng);
-        while sys::now() < start && !sh.stop.load(Ordering::SeqCst) {
-            sys::sleep_until(start);
-        }
+    // A task exists from its intended start (t0 plus its start offset; a
+    // forked one from now): with thousands of threads on few CPUs, a thread
+    // may first get a CPU long after that, which is run delay, not a later
+    // birth.
+    let start = if at_barrier { t0 + sh.w.tasks[spec as usize].start.sample(&mut rng) } else { sys::now() };
+    while sys::now() < start && !sh.stop.load(Ordering::SeqCst) {
+        sys::sleep_until(start);
+    }
+    if sh.stop.load(Ordering::SeqCst) {
+        // The run ended before this thread first got a CPU: it existed all
+        // along with nothing to show, as a starved task does.
+        let created = start.saturating_sub(t0);
+        sh.results.lock().expect("lock").push(ThreadResult { task, spec, tid, created, ..ThreadResult::default() });
+        sh.live.fetch_sub(1, Ordering::SeqCst);
+        return;
     }
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
     let mig0 = sys::task_sched_field(tid, "se.nr_migrations");
     let delay0 = sys::task_run_delay(tid);
-    let mut r = ThreadResult { task, spec, tid, created: sys::now().saturating_sub(t0), ..ThreadResult::default() };
+    let mut r = ThreadResult { task, spec, tid, created: start.saturating_sub(t0), ..ThreadResult::default() };
     let finished = run_program(&sh, spec, &mut rng, &mut r);
     let end = sh.end.load(Ordering::SeqCst);
     if finished {
@@ -466,6 +493,17 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
             });
         }
     }
+    // The controller (this thread) ends the run: as an ordinary task among
+    // thousands of runnable ones it would wake seconds late, and the run
+    // with it. It only sleeps and keeps books, so it runs SCHED_FIFO,
+    // raised after the spawning so that no task thread inherits it.
+    let _controller = match ControllerPriority::raise() {
+        Ok(g) => Some(g),
+        Err(why) => {
+            warnings.push(format!("controller: {why}; with more runnable tasks than CPUs the run may end late"));
+            None
+        }
+    };
     sh.ready.wait();
     let failed = !sh.errors.lock().expect("lock").is_empty();
     if failed {
@@ -481,14 +519,14 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     sh.end.store(end, Ordering::SeqCst);
     sh.go.wait();
     if !failed {
-        // Wake every 100 ms to see whether every task has exited: a finite
+        // Wake every 250 ms to see whether every task has exited: a finite
         // workload ends there, with its makespan.
         loop {
             let now = sys::now();
             if now >= end || INTERRUPTED.load(Ordering::SeqCst) || sh.live.load(Ordering::SeqCst) == 0 {
                 break;
             }
-            sys::sleep_until(end.min(now + 100_000_000));
+            sys::sleep_until(end.min(now + 250_000_000));
         }
     }
     let stop = sys::now().min(end);
