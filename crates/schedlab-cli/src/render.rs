@@ -145,12 +145,13 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
     let secs = r.duration_ns.max(1) as f64 / 1e9;
     let _ = writeln!(
         out,
-        "{} on {}: {} CPUs, HZ={}, {} simulated, seed {}",
+        "{} on {}: {} CPUs, HZ={}, {} {}, seed {}",
         r.scheduler,
         r.workload,
         r.cpus,
         r.hz,
         format_duration(r.duration_ns),
+        if r.source == "host" { "measured" } else { "simulated" },
         r.seed
     );
     let _ = writeln!(

@@ -26,7 +26,7 @@ use schedlab_sim::workload::{Op, SchedPolicy};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +128,9 @@ struct Shared {
     stop: AtomicBool,
     t0: AtomicU64,
     end: AtomicU64,
-    ready: Barrier,
-    go: Barrier,
+    /// Initial task threads set up and waiting at `go`.
+    arrived: AtomicU32,
+    go: sys::Gate,
     next_task: AtomicU32,
     /// Task threads that have not finished their program.
     live: AtomicU32,
@@ -246,7 +247,7 @@ fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, at_barrier:
         sh.errors.lock().expect("lock").push(HostError::Attribute { task: task_name, message });
     }
     if at_barrier {
-        sh.ready.wait();
+        sh.arrived.fetch_add(1, Ordering::SeqCst);
         sh.go.wait();
     }
     let t0 = sh.t0.load(Ordering::SeqCst);
@@ -461,8 +462,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         stop: AtomicBool::new(false),
         t0: AtomicU64::new(0),
         end: AtomicU64::new(u64::MAX),
-        ready: Barrier::new(initial.len() + 1),
-        go: Barrier::new(initial.len() + 1),
+        arrived: AtomicU32::new(0),
+        go: sys::Gate::default(),
         next_task: AtomicU32::new(0),
         live: AtomicU32::new(0),
         spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
@@ -483,16 +484,6 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         }
         spawned += 1;
     }
-    if spawned < initial.len() {
-        // The barriers count every initial task: stand in for the missing.
-        for _ in spawned..initial.len() {
-            let b = Arc::clone(&sh);
-            std::thread::spawn(move || {
-                b.ready.wait();
-                b.go.wait();
-            });
-        }
-    }
     // The controller (this thread) ends the run: as an ordinary task among
     // thousands of runnable ones it would wake seconds late, and the run
     // with it. It only sleeps and keeps books, so it runs SCHED_FIFO,
@@ -504,7 +495,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
             None
         }
     };
-    sh.ready.wait();
+    while sh.arrived.load(Ordering::SeqCst) < spawned {
+        sys::sleep_until(sys::now() + 1_000_000);
+    }
     let failed = !sh.errors.lock().expect("lock").is_empty();
     if failed {
         sh.stop.store(true, Ordering::SeqCst);
@@ -513,11 +506,11 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     if let Some(t) = &tracer {
         t.set_on(true);
     }
-    let t0 = sys::now() + 2_000_000;
+    let t0 = sys::now();
     sh.t0.store(t0, Ordering::SeqCst);
     let end = t0 + w.duration;
     sh.end.store(end, Ordering::SeqCst);
-    sh.go.wait();
+    sh.go.open();
     if !failed {
         // Wake every 250 ms to see whether every task has exited: a finite
         // workload ends there, with its makespan.
@@ -529,6 +522,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
             sys::sleep_until(end.min(now + 250_000_000));
         }
     }
+    let stat1 = sys::cpu_times();
     let stop = sys::now().min(end);
     sh.stop.store(true, Ordering::SeqCst);
     let nr_threads = sh.handles.lock().expect("lock").len() + 16;
@@ -552,7 +546,6 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     if let Some(e) = sh.errors.lock().expect("lock").drain(..).next() {
         return Err(e);
     }
-    let stat1 = sys::cpu_times();
     let interrupted = INTERRUPTED.load(Ordering::SeqCst) && stop < end;
     if interrupted {
         notes.push(format!("interrupted by Ctrl-C after {:.3} s", (stop - t0) as f64 / 1e9));
@@ -716,6 +709,7 @@ fn build_report(
         absent.push("run_delay (needs CONFIG_SCHED_INFO's /proc/PID/schedstat)".to_string());
     }
     let jiffy_ns = 1_000_000_000 / sys::user_hz();
+    let span = stop - t0;
     let per_cpu = sh
         .cpu_map
         .iter()
@@ -723,10 +717,14 @@ fn build_report(
         .map(|(i, &hc)| {
             let (b0, i0) = stat0.get(hc).copied().unwrap_or_default();
             let (b1, i1) = stat1.get(hc).copied().unwrap_or_default();
+            let (busy, idle) = (b1.saturating_sub(b0) * jiffy_ns, i1.saturating_sub(i0) * jiffy_ns);
+            // /proc/stat counts in jiffies: scale its busy fraction to the
+            // run so that busy + idle is the run's length, as in a simulation.
+            let busy_ns = if busy + idle == 0 { 0 } else { (busy as f64 / (busy + idle) as f64 * span as f64) as u64 };
             CpuReport {
                 cpu: i as u32,
-                busy_ns: b1.saturating_sub(b0) * jiffy_ns,
-                idle_ns: i1.saturating_sub(i0) * jiffy_ns,
+                busy_ns,
+                idle_ns: span - busy_ns,
                 switch_overhead_ns: 0,
             }
         })

@@ -287,3 +287,45 @@ pub fn block_sigint() {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
+
+/// A one-shot start gate on a futex word. `std::sync::Barrier` releases its
+/// waiters through one mutex: with a thousand threads on a few CPUs they
+/// convoy on it and each blocks and wakes again inside the measured window.
+/// Here `open` wakes every waiter and none of them has a lock to take.
+pub struct Gate {
+    word: std::sync::atomic::AtomicU32,
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate { word: std::sync::atomic::AtomicU32::new(0) }
+    }
+}
+
+impl Gate {
+    pub fn wait(&self) {
+        use std::sync::atomic::Ordering;
+        while self.word.load(Ordering::Acquire) == 0 {
+            // SAFETY: the word outlives the call; FUTEX_WAIT returns at once
+            // (EAGAIN) when the gate opened in between.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.word.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    0u32,
+                    std::ptr::null::<libc::timespec>(),
+                );
+            }
+        }
+    }
+
+    pub fn open(&self) {
+        use std::sync::atomic::Ordering;
+        self.word.store(1, Ordering::Release);
+        // SAFETY: as in wait; waking i32::MAX waiters wakes them all.
+        unsafe {
+            libc::syscall(libc::SYS_futex, self.word.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, i32::MAX);
+        }
+    }
+}
