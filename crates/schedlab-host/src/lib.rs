@@ -721,12 +721,7 @@ fn build_report(
             // /proc/stat counts in jiffies: scale its busy fraction to the
             // run so that busy + idle is the run's length, as in a simulation.
             let busy_ns = if busy + idle == 0 { 0 } else { (busy as f64 / (busy + idle) as f64 * span as f64) as u64 };
-            CpuReport {
-                cpu: i as u32,
-                busy_ns,
-                idle_ns: span - busy_ns,
-                switch_overhead_ns: 0,
-            }
+            CpuReport { cpu: i as u32, busy_ns, idle_ns: span - busy_ns, switch_overhead_ns: 0 }
         })
         .collect();
     let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
