@@ -1,8 +1,13 @@
 //! The scheduling policies schedlab simulates, each behind the engine's
 //! [`Policy`] interface, and the registry that builds them by name.
 
+pub mod baby;
+pub mod bfs;
+mod common;
 pub mod fair;
+pub mod muqss;
 pub mod pelt;
+pub mod projc;
 pub mod smp;
 pub mod weights;
 
@@ -13,6 +18,8 @@ pub struct PolicyInfo {
     pub name: &'static str,
     pub summary: &'static str,
     pub source: &'static str,
+    /// Whether it has group scheduling (cpu.weight, cpu.max).
+    pub groups: bool,
 }
 
 pub const POLICIES: &[PolicyInfo] = &[
@@ -20,11 +27,49 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "cfs",
         summary: "Completely Fair Scheduler: vruntime order, sched_latency/min_granularity slices",
         source: "Linux 5.15-6.5 kernel/sched/fair.c",
+        groups: true,
     },
     PolicyInfo {
         name: "eevdf",
         summary: "Earliest Eligible Virtual Deadline First: lag, eligibility, base_slice deadlines",
         source: "Linux 6.12-6.18 kernel/sched/fair.c, features.h",
+        groups: true,
+    },
+    PolicyInfo {
+        name: "bore",
+        summary: "EEVDF with BORE's burst penalty: tasks that run long without sleeping lose weight",
+        source: "BORE 5.9.6 for Linux 6.12 (firelzrd/bore-scheduler)",
+        groups: true,
+    },
+    PolicyInfo {
+        name: "bfs",
+        summary: "one global runqueue, earliest virtual deadline first, nice as deadline ratio",
+        source: "BFS v0.512 (Con Kolivas, Linux 4.8)",
+        groups: false,
+    },
+    PolicyInfo {
+        name: "muqss",
+        summary: "BFS deadlines on per-CPU skiplists, each pick looks at every runqueue",
+        source: "MuQSS v0.205 (Con Kolivas, Linux 5.12)",
+        groups: false,
+    },
+    PolicyInfo {
+        name: "bmq",
+        summary: "bitmap priority queues per CPU, priority boosted by sleeping and lowered by used slices",
+        source: "Project C / BMQ (Alfred Chen, linux-prjc 6.x bmq.h, alt_core.c)",
+        groups: false,
+    },
+    PolicyInfo {
+        name: "pds",
+        summary: "per-CPU queues ordered by a nice-based virtual deadline in 4 ms units",
+        source: "Project C / PDS (Alfred Chen, linux-prjc 6.x pds.h, alt_core.c)",
+        groups: false,
+    },
+    PolicyInfo {
+        name: "baby",
+        summary: "minimal per-CPU deadline scheduler: one-tick round robin by deadline",
+        source: "Baby (deadline) for Linux 5.14 (Hamad Al Marri)",
+        groups: false,
     },
 ];
 
@@ -33,6 +78,12 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
     match name {
         "cfs" => Ok(Box::new(fair::Fair::new(fair::Variant::Cfs, w)?)),
         "eevdf" => Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?)),
+        "bore" => Ok(Box::new(fair::Fair::new_bore(w)?)),
+        "bfs" => Ok(Box::new(bfs::Bfs::new(w)?)),
+        "muqss" => Ok(Box::new(muqss::Muqss::new(w)?)),
+        "bmq" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Bmq, w)?)),
+        "pds" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Pds, w)?)),
+        "baby" => Ok(Box::new(baby::Baby::new(w)?)),
         other => Err(format!(
             "unknown scheduler '{other}': choose one of {}",
             POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")

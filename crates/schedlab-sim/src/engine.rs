@@ -862,7 +862,7 @@ impl<'w> Engine<'w> {
             events: self.events,
             per_cpu,
             extra: self.policy.extra_metrics(&self.sys),
-            absent: Vec::new(),
+            absent: self.policy.unsupported(&self.sys),
             host: None,
         };
         let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();

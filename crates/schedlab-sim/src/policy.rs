@@ -236,6 +236,12 @@ pub trait Policy {
         Vec::new()
     }
 
+    /// Features of the workload this policy cannot honour (a scheduler
+    /// without group scheduling ignores cgroups), reported under `absent`.
+    fn unsupported(&self, _sys: &Sys) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Runqueue invariants, checked by tests after every event when enabled.
     fn check_invariants(&self, _sys: &Sys) -> Result<(), String> {
         Ok(())

@@ -21,7 +21,10 @@
 //! walks an augmented tree (same answer, O(n) worst case); 6.18's
 //! task-based throttling is modelled as the classic per-cfs_rq throttle.
 
+mod bore;
 mod tunables;
+
+pub use bore::BoreTunables;
 
 pub use tunables::{FairTunables, Features, Variant, scaling_factor};
 
@@ -123,11 +126,39 @@ pub struct Fair {
     tick: u64,
     verify: bool,
     violations: Vec<String>,
+    /// BORE on top of EEVDF, when built as `bore`.
+    bore: Option<BoreTunables>,
+    burst: Vec<bore::Burst>,
+    parent_of: Vec<Option<TaskId>>,
+    children: Vec<Vec<TaskId>>,
 }
 
 impl Fair {
     pub fn new(variant: Variant, w: &Workload) -> Result<Fair, String> {
-        let tun = FairTunables::new(variant, w.nr_cpus(), &w.tunables)?;
+        Self::with_tunables(variant, w, &w.tunables)
+    }
+
+    /// BORE: EEVDF with burst penalties (see [`bore`]).
+    pub fn new_bore(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let b = BoreTunables::take(&mut set)?;
+        let mut f = Self::with_tunables(Variant::Eevdf, w, &set).map_err(|e| e.replace("for eevdf", "for bore"))?;
+        // BORE: SCHED_TUNABLESCALING_NONE, base slice a whole number of ticks.
+        f.tun.tunable_scaling = 0;
+        f.tun.base_slice_ns = b.base_slice(f.tick);
+        for e in &mut f.ents {
+            e.slice = f.tun.base_slice_ns;
+        }
+        f.bore = Some(b);
+        Ok(f)
+    }
+
+    fn with_tunables(
+        variant: Variant,
+        w: &Workload,
+        set: &std::collections::BTreeMap<String, i64>,
+    ) -> Result<Fair, String> {
+        let tun = FairTunables::new(variant, w.nr_cpus(), set)?;
         let n = w.nr_cpus();
         let groups = &w.groups;
         let nr_groups = groups.len() as u32;
@@ -168,6 +199,10 @@ impl Fair {
             tun,
             verify: false,
             violations: Vec::new(),
+            bore: None,
+            burst: Vec::new(),
+            parent_of: Vec::new(),
+            children: Vec::new(),
         };
         // rq index = group * ncpus + cpu; group entities for groups >= 1.
         for g in 0..nr_groups {
@@ -203,6 +238,48 @@ impl Fair {
             }
         }
         Ok(f)
+    }
+
+    /// BORE: the weight of nice + burst score (effective_prio).
+    fn bore_weight(&self, sys: &Sys, t: TaskId) -> u64 {
+        let info = sys.task(t);
+        if info.policy == SchedPolicy::Idle {
+            return task_weight(sys, t);
+        }
+        let score = self.burst[t as usize].score as i32;
+        crate::weights::nice_to_weight((info.nice + score).min(19))
+    }
+
+    /// update_burst_score's reweight_task_by_prio when the score moved.
+    fn bore_reweight(&mut self, sys: &Sys, t: TaskId) {
+        let se = self.task_ent[t as usize];
+        let w = self.bore_weight(sys, t);
+        if w != self.ents[se as usize].weight {
+            self.reweight_entity(se, w);
+        }
+    }
+
+    /// The burst score of a task under BORE (tests, reports).
+    pub fn burst_score(&self, t: TaskId) -> Option<u32> {
+        self.bore.as_ref().map(|_| self.burst[t as usize].score)
+    }
+
+    /// inherit_burst_direct: the parent's children's average penalty, at
+    /// least the parent's own, cached for sched_burst_cache_lifetime.
+    fn bore_inherit(&mut self, now: Nanos, parent: TaskId) -> u32 {
+        let b = self.bore.as_ref().expect("bore");
+        let lifetime = b.cache_lifetime;
+        if let Some((score, at)) = self.burst[parent as usize].child_cache
+            && at + lifetime >= now
+        {
+            return score;
+        }
+        let kids = &self.children[parent as usize];
+        let sum: u32 = kids.iter().map(|&c| self.burst[c as usize].penalty).sum();
+        let avg = if kids.is_empty() { 0 } else { sum / kids.len() as u32 };
+        let score = avg.max(self.burst[parent as usize].penalty);
+        self.burst[parent as usize].child_cache = Some((score, now));
+        score
     }
 
     /// Check every pick against a brute-force answer (tests).
@@ -381,7 +458,10 @@ impl Fair {
     fn update_entity_lag(&mut self, rq: u32, se: u32) {
         let avg = self.avg_vruntime(rq);
         let e = &self.ents[se as usize];
-        let limit = calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64;
+        let mut limit = calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64;
+        if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
+            limit >>= 1;
+        }
         let vlag = (avg - e.vruntime).clamp(-limit, limit);
         self.ents[se as usize].vlag = vlag;
     }
@@ -420,7 +500,7 @@ impl Fair {
         e.vruntime < e.vprot
     }
 
-    fn place_entity(&mut self, rq: u32, se: u32, initial: bool) {
+    fn place_entity(&mut self, rq: u32, se: u32, initial: bool, wakeup: bool) {
         match self.variant {
             Variant::Cfs => {
                 let min = self.rqs[rq as usize].min_vruntime;
@@ -465,7 +545,12 @@ impl Fair {
                     e.rel_deadline = false;
                     return;
                 }
-                if self.tun.features.place_deadline_initial && initial {
+                if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
+                    // sched_deadline_boost_mask = ENQUEUE_INITIAL | ENQUEUE_WAKEUP
+                    if initial || wakeup {
+                        vslice /= 2;
+                    }
+                } else if self.tun.features.place_deadline_initial && initial {
                     vslice /= 2;
                 }
                 e.deadline = e.vruntime + vslice;
@@ -498,10 +583,10 @@ impl Fair {
         match self.variant {
             Variant::Cfs => {
                 if initial || wakeup {
-                    self.place_entity(rq, se, initial);
+                    self.place_entity(rq, se, initial, wakeup);
                 }
             }
-            Variant::Eevdf => self.place_entity(rq, se, initial),
+            Variant::Eevdf => self.place_entity(rq, se, initial, wakeup),
         }
         self.account_enqueue(rq, se);
         if !is_curr {
@@ -540,6 +625,12 @@ impl Fair {
         let local = self.rqs[rq as usize].load;
         let total = self.group_load[g].max(1);
         let new = (shares * local / total).clamp(MIN_SHARES, shares);
+        self.reweight_entity(se, new);
+    }
+
+    /// reweight_entity: a new weight, keeping lag and the virtual slice's
+    /// real length under EEVDF.
+    fn reweight_entity(&mut self, se: u32, new: u64) {
         let old = self.ents[se as usize].weight;
         if new == old {
             return;
@@ -668,7 +759,7 @@ impl Fair {
                     self.tree_remove(rq, se);
                 }
                 self.ents[se as usize].vlag = 0;
-                self.place_entity(rq, se, false);
+                self.place_entity(rq, se, false, false);
                 if !is_curr {
                     self.tree_insert(rq, se);
                 }
@@ -876,6 +967,11 @@ impl Fair {
             return curr_on.or(first);
         }
         let curr = curr_on.filter(|&c| self.eligible(rq, c));
+        let protect = protect
+            && !self
+                .bore
+                .as_ref()
+                .is_some_and(|b| b.sched_bore && b.parity_threshold > 0 && b.parity_threshold < r.nr_queued);
         if let Some(c) = curr
             && protect
             && self.protect_slice(c)
@@ -1156,14 +1252,19 @@ impl LbQueues for Fair {
 
 impl Policy for Fair {
     fn name(&self) -> &'static str {
-        match self.variant {
-            Variant::Cfs => "cfs",
-            Variant::Eevdf => "eevdf",
+        match (self.variant, &self.bore) {
+            (Variant::Cfs, _) => "cfs",
+            (Variant::Eevdf, None) => "eevdf",
+            (Variant::Eevdf, Some(_)) => "bore",
         }
     }
 
     fn tunables(&self) -> Vec<Tunable> {
-        self.tun.clone().list(self.variant)
+        let mut all = self.tun.clone().list(self.variant);
+        if let Some(b) = &self.bore {
+            all.extend(b.list());
+        }
+        all
     }
 
     fn init(&mut self, sys: &mut Sys) {
@@ -1175,7 +1276,7 @@ impl Policy for Fair {
         }
     }
 
-    fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
         let info = sys.task(t);
         let depth = Self::group_depth(&sys.groups, info.group);
         let custom = info.slice;
@@ -1205,6 +1306,25 @@ impl Policy for Fair {
             self.pos.resize(t as usize + 1, NONE);
         }
         self.task_ent[t as usize] = se;
+        if self.bore.is_some() {
+            if self.burst.len() <= t as usize {
+                self.burst.resize(t as usize + 1, bore::Burst::default());
+                self.parent_of.resize(t as usize + 1, None);
+                self.children.resize(t as usize + 1, Vec::new());
+            }
+            if let Some(p) = parent {
+                // sched_clone_bore, then task_fork_fair's update_burst_score.
+                let inherited = self.bore_inherit(sys.now, p);
+                self.parent_of[t as usize] = Some(p);
+                self.children[p as usize].push(t);
+                let tun = self.bore.clone().expect("bore");
+                let b = &mut self.burst[t as usize];
+                b.prev_penalty = inherited;
+                b.penalty = inherited;
+                b.update(&tun);
+                self.ents[se as usize].weight = self.bore_weight(sys, t);
+            }
+        }
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
@@ -1220,6 +1340,20 @@ impl Policy for Fair {
     }
 
     fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
+        if let Some(tun) = &self.bore {
+            if why == Dequeue::Sleep {
+                let b = &mut self.burst[t as usize];
+                let old = b.score;
+                if b.restart(tun) != old {
+                    self.bore_reweight(sys, t);
+                }
+            }
+            if why == Dequeue::Exit
+                && let Some(p) = self.parent_of[t as usize]
+            {
+                self.children[p as usize].retain(|&c| c != t);
+            }
+        }
         let se = self.task_ent[t as usize];
         let rq = self.ents[se as usize].rq;
         self.list_remove(cpu, t);
@@ -1302,6 +1436,14 @@ impl Policy for Fair {
     }
 
     fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
+        if let Some(tun) = &self.bore {
+            let b = &mut self.burst[t as usize];
+            b.burst_time += delta;
+            let old = b.score;
+            if b.update(tun) != old {
+                self.bore_reweight(sys, t);
+            }
+        }
         let mut se = self.task_ent[t as usize];
         let mut resched = false;
         loop {
@@ -1427,6 +1569,24 @@ impl Policy for Fair {
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        if let Some(tun) = self.bore.clone() {
+            // restart_burst_rescale_deadline, even when alone on the CPU.
+            let se = self.task_ent[t as usize];
+            let old_w = self.ents[se as usize].weight;
+            let b = &mut self.burst[t as usize];
+            let old = b.score;
+            if b.restart(&tun) != old {
+                let vremain = self.ents[se as usize].deadline - self.ents[se as usize].vruntime;
+                self.bore_reweight(sys, t);
+                let new_w = self.ents[se as usize].weight;
+                if new_w > old_w {
+                    // The priority rose: the remaining request, kept in real
+                    // time, is rescaled to the new weight.
+                    let e = &mut self.ents[se as usize];
+                    e.deadline = e.vruntime + (vremain as i128 * old_w as i128 / new_w as i128) as i64;
+                }
+            }
+        }
         if sys.cpus[cpu as usize].nr_running <= 1 {
             return;
         }

@@ -1,0 +1,119 @@
+//! Pieces the non-CFS policies share: tunable parsing under the kernel's
+//! names, CPU locality as BFS/MuQSS/Project C rank it, and one-shot
+//! per-CPU slice timers (hrtick / hrexpiry).
+
+use schedlab_sim::{CpuId, Nanos, Sys, Tunable};
+use std::collections::BTreeMap;
+
+/// One tunable: its kernel name, allowed range and help, with the value in force.
+pub struct TunableSpec {
+    pub name: &'static str,
+    pub value: i64,
+    pub min: i64,
+    pub max: i64,
+    pub help: &'static str,
+}
+
+/// Applies `--set`/`[tunables]` values to a policy's table; one clear error
+/// for an unknown name or a value out of range.
+pub fn apply_tunables(policy: &str, table: &mut [TunableSpec], set: &BTreeMap<String, i64>) -> Result<(), String> {
+    for (name, &value) in set {
+        let Some(spec) = table.iter_mut().find(|s| s.name == name) else {
+            return Err(format!(
+                "unknown tunable '{name}' for {policy}: known are {}",
+                table.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            ));
+        };
+        if value < spec.min || value > spec.max {
+            return Err(format!("{name} = {value} is out of range for {policy}: use {}..={}", spec.min, spec.max));
+        }
+        spec.value = value;
+    }
+    Ok(())
+}
+
+pub fn value_of(table: &[TunableSpec], name: &str) -> i64 {
+    table.iter().find(|s| s.name == name).map_or(0, |s| s.value)
+}
+
+pub fn list_tunables(table: &[TunableSpec]) -> Vec<Tunable> {
+    table.iter().map(|s| Tunable { name: s.name, value: s.value, help: s.help }).collect()
+}
+
+/// cpu_locality as BFS and MuQSS set it up: 0 the same CPU, 1 an SMT
+/// sibling, 2 another core sharing the cache, 3 a CPU beyond the cache.
+pub fn locality(sys: &Sys, a: CpuId, b: CpuId) -> u32 {
+    if a == b {
+        0
+    } else if sys.topology.core_of(a) == sys.topology.core_of(b) {
+        1
+    } else if sys.topology.share_cache(a, b) {
+        2
+    } else {
+        3
+    }
+}
+
+/// CPUs ordered by locality from `from` (rq_order / cpu_order), then by
+/// distance in CPU numbers, `from` first.
+pub fn cpu_order(sys: &Sys, from: CpuId) -> Vec<CpuId> {
+    let n = sys.nr_cpus;
+    let mut v: Vec<CpuId> = (0..n).map(|i| (from + i) % n).collect();
+    v.sort_by_key(|&c| locality(sys, from, c));
+    v
+}
+
+/// The allowed CPU in `candidates` nearest to `from` (best_mask_cpu).
+pub fn nearest(sys: &Sys, from: CpuId, candidates: impl Iterator<Item = CpuId>) -> Option<CpuId> {
+    candidates.min_by_key(|&c| (locality(sys, from, c), (c + sys.nr_cpus - from) % sys.nr_cpus))
+}
+
+/// A CPU with no task running and none assigned to it.
+pub fn truly_idle(sys: &Sys, cpu: CpuId) -> bool {
+    sys.cpus[cpu as usize].curr.is_none() && sys.cpus[cpu as usize].nr_running == 0
+}
+
+/// One-shot timers per CPU that end a slice exactly (hrtick): arming a new
+/// one invalidates the old through an epoch in the token.
+pub struct SliceTimers {
+    epoch: Vec<u32>,
+    tag: u64,
+}
+
+impl SliceTimers {
+    /// `tag` keeps these tokens apart from a policy's other timers.
+    pub fn new(nr_cpus: u32, tag: u64) -> SliceTimers {
+        SliceTimers { epoch: vec![0; nr_cpus as usize], tag }
+    }
+
+    pub fn arm(&mut self, sys: &mut Sys, cpu: CpuId, at: Nanos) {
+        let e = &mut self.epoch[cpu as usize];
+        *e = e.wrapping_add(1);
+        sys.arm_timer(at, self.tag | ((cpu as u64) << 32) | *e as u64);
+    }
+
+    pub fn cancel(&mut self, cpu: CpuId) {
+        let e = &mut self.epoch[cpu as usize];
+        *e = e.wrapping_add(1);
+    }
+
+    /// The CPU whose current timer this token is, if it is still current.
+    pub fn fired(&self, token: u64) -> Option<CpuId> {
+        if token & (0xff << 56) != self.tag {
+            return None;
+        }
+        let cpu = ((token >> 32) & 0xff_ffff) as CpuId;
+        (self.epoch.get(cpu as usize) == Some(&(token as u32))).then_some(cpu)
+    }
+}
+
+/// The note of a scheduler that has no group scheduling (no cpu cgroup
+/// controller): a workload's groups are ignored and every task competes
+/// on its own.
+pub fn no_groups(policy: &str, sys: &Sys) -> Vec<String> {
+    if sys.groups.len() > 1 {
+        vec![format!("cgroups (cpu.weight, cpu.max): {policy} has no group scheduling, so the groups were ignored")]
+    } else {
+        Vec::new()
+    }
+}

@@ -1,0 +1,138 @@
+//! What makes each alternative scheduler that scheduler: BFS/MuQSS deadline
+//! preemption, BMQ's sleep boost, PDS's and BFS's nice ratios, Baby's
+//! one-tick round robin, BORE's burst penalty.
+
+mod common;
+use common::*;
+
+const NICE: &str = r#"
+duration = "5s"
+[machine]
+cpus = 1
+[[task]]
+name = "n0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "n5"
+nice = 5
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#;
+
+/// A hog, a task that runs 30 ms between 1 ms sleeps, and a cyclictest-like
+/// 1 ms timer thread, on one CPU.
+const MIXED: &str = r#"
+duration = "5s"
+[machine]
+cpus = 1
+[[task]]
+name = "hog"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "burster"
+program = [ { loop = "forever", body = [ { run = "30ms" }, { sleep = "1ms" } ] } ]
+[[task]]
+name = "cyclic"
+program = [ { loop = "forever", body = [ { timer = "1ms" }, { run = "20us" } ] } ]
+"#;
+
+fn cyclic_latency_us(sched: &str) -> f64 {
+    let r = run_checked(&workload(MIXED), sched);
+    let t = r.tasks.iter().find(|t| t.name == "cyclic").expect("cyclic task");
+    t.wakeup_latency_avg_ns.expect("the timer thread woke") as f64 / 1000.0
+}
+
+#[test]
+fn nice_orders_cpu_share_as_each_scheduler_documents() {
+    let w = workload(NICE);
+    for (sched, lo, hi) in [
+        // BFS/MuQSS: deadline offsets grow 10% a nice level; CPU goes as
+        // their square-ish, 1.1^5 = 1.6 in offset, 4:1 in share.
+        ("bfs", 2.5, 6.0),
+        ("muqss", 2.5, 6.0),
+        // PDS: deadlines nice + 20 slices ahead; 20 vs 25 gives about 5:1.
+        ("pds", 3.0, 8.0),
+        // BORE: both hogs carry the same burst penalty, EEVDF's weights
+        // decide (3:1 at nice 5, a little less with the penalty on both).
+        ("bore", 1.8, 3.5),
+    ] {
+        let r = run_checked(&w, sched);
+        let ratio = share_of(&r, "n0") / share_of(&r, "n5");
+        assert!((lo..=hi).contains(&ratio), "{sched}: nice 0 / nice 5 share ratio {ratio:.2}");
+    }
+    // BMQ: two nice levels are one queue level apart, and a hog's boost
+    // sits at its maximum: the nicer hog never runs while the other can.
+    let r = run_checked(&w, "bmq");
+    assert!(share_of(&r, "n5") < 1.0, "bmq: nice 5 got {:.1}%", share_of(&r, "n5"));
+    // Baby: the waiting task always has the earlier deadline at the next
+    // tick, so nice (a +/-0.67 ms deadline offset) does not change shares.
+    let r = run_checked(&w, "baby");
+    assert!((share_of(&r, "n0") - share_of(&r, "n5")).abs() < 2.0);
+}
+
+#[test]
+fn deadline_schedulers_let_a_sleeper_preempt_at_once() {
+    // The timer thread keeps its early deadline while it sleeps; the hogs
+    // renew theirs every slice, so its wakeup preempts (BFS try_preempt,
+    // MuQSS, PDS) or it is boosted above them (BMQ).
+    for sched in ["bfs", "muqss", "pds", "bmq"] {
+        let lat = cyclic_latency_us(sched);
+        assert!(lat < 60.0, "{sched}: the timer thread waited {lat:.1} us on average");
+    }
+}
+
+#[test]
+fn baby_runs_the_earliest_deadline_even_when_a_wakeup_asked_for_the_cpu() {
+    // Baby preempts for the woken task, then picks the earliest deadline of
+    // all: often the hog that waited, so the timer thread waits a tick.
+    let lat = cyclic_latency_us("baby");
+    assert!(lat > 500.0, "baby: {lat:.1} us");
+    // One switch per tick with several hogs: round robin of 4 ms turns.
+    let r = run_checked(&scenario("thread-test", Default::default()), "baby");
+    let rate = r.totals.context_switches_per_sec;
+    assert!((240.0..=260.0).contains(&rate), "baby: {rate:.0} switches/s");
+}
+
+#[test]
+fn bmq_boosts_a_task_that_sleeps_and_deboosts_a_hog() {
+    let r = run_checked(&workload(MIXED), "bmq");
+    let get = |k: &str| r.extra.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    assert!(get("boosts") >= 12.0, "the timer thread must climb to the top boost: {}", get("boosts"));
+    let hog_only = run_checked(&workload(NICE), "bmq");
+    let get = |k: &str| hog_only.extra.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    assert_eq!(get("boosts"), 0.0, "hogs never sleep, so they are never boosted");
+    assert!(get("deboosts") >= 12.0, "each used slice deboosts, up to +12");
+}
+
+#[test]
+fn bore_penalises_the_longer_burst() {
+    // EEVDF splits the CPU evenly between the hog and the 30 ms burster;
+    // BORE's penalty grows with burst length, so the hog, which never
+    // sleeps, loses weight against the burster.
+    let w = workload(MIXED);
+    let e = run_checked(&w, "eevdf");
+    let b = run_checked(&w, "bore");
+    let (he, hb) = (share_of(&e, "hog"), share_of(&b, "hog"));
+    assert!((he - share_of(&e, "burster")).abs() < 5.0, "eevdf: hog {he:.1}%");
+    assert!(hb + 20.0 < share_of(&b, "burster"), "bore: hog {hb:.1}% vs burster {:.1}%", share_of(&b, "burster"));
+}
+
+#[test]
+fn bfs_moves_tasks_freely_and_project_c_only_pulls_when_idle() {
+    let ov = schedlab_sim::Overrides {
+        cpus: Some(2),
+        params: [("hogs".to_string(), 3)].into_iter().collect(),
+        ..Default::default()
+    };
+    let w = scenario("smp-fairness", ov);
+    // One global queue: every hog gets two thirds of a CPU.
+    let r = run_checked(&w, "bfs");
+    assert!(r.totals.jain_fairness > 0.99, "bfs: {}", r.totals.jain_fairness);
+    // No periodic balancer and nobody goes idle: the hog alone on its CPU
+    // keeps it, the other two share one.
+    for sched in ["bmq", "pds"] {
+        let r = run_checked(&w, sched);
+        let max = r.tasks.iter().map(|t| t.cpu_share_pct).fold(0.0, f64::max);
+        assert!(max > 95.0, "{sched}: the lone hog got {max:.1}%");
+        assert_eq!(r.totals.migrations, 0, "{sched}");
+    }
+}
