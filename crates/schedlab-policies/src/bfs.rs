@@ -26,10 +26,9 @@
 //! scaling_rq), the skiplist's O(log n) cost model (a BTreeSet gives the
 //! same order).
 
-use crate::common::{self, TunableSpec};
+use crate::common::{self, KeyedQueues, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
-use std::collections::BTreeSet;
 
 pub const RESCHED_NS: Nanos = 100 * 1024;
 const IDLEPRIO_KEY: u64 = 0x00FF_0000_0000_0000;
@@ -55,30 +54,26 @@ pub fn timeslice_ns(rr_interval_ms: u64) -> u64 {
 }
 
 #[derive(Clone, Debug, Default)]
-struct Task {
+struct DeadlineTask {
     deadline: u64,
     time_slice: i64,
-    key: u64,
-    seq: u64,
-    queued: bool,
 }
 
-pub struct Bfs {
-    tun: Vec<TunableSpec>,
+/// What BFS and MuQSS share: rr_interval slices, nice-scaled virtual
+/// deadlines, the task running on each CPU, and how a task compares with
+/// the one a CPU runs (can_preempt) or finds an idle CPU.
+pub(crate) struct VirtualDeadlines {
+    pub tun: Vec<TunableSpec>,
     rr_interval: u64,
-    interactive: bool,
+    pub interactive: bool,
     ratios: [u64; 40],
-    hz: u64,
-    tasks: Vec<Task>,
-    queue: BTreeSet<(u64, u64, TaskId)>,
-    seq: u64,
-    curr: Vec<Option<TaskId>>,
-    last_tick: Vec<Nanos>,
-    dither: Vec<bool>,
+    tasks: Vec<DeadlineTask>,
+    pub curr: Vec<Option<TaskId>>,
 }
 
-impl Bfs {
-    pub fn new(w: &Workload) -> Result<Bfs, String> {
+impl VirtualDeadlines {
+    /// `rr_interval` and `interactive` under `policy`'s name.
+    pub fn new(policy: &str, interactive_help: &'static str, w: &Workload) -> Result<VirtualDeadlines, String> {
         let mut tun = vec![
             TunableSpec {
                 name: "rr_interval",
@@ -87,104 +82,128 @@ impl Bfs {
                 max: 1000,
                 help: "ms every task runs before its deadline is renewed (/proc/sys/kernel/rr_interval)",
             },
-            TunableSpec {
-                name: "interactive",
-                value: 1,
-                min: 0,
-                max: 1,
-                help: "1: pure deadline order; 0: bias against tasks whose cache is on another CPU",
-            },
+            TunableSpec { name: "interactive", value: 1, min: 0, max: 1, help: interactive_help },
         ];
-        common::apply_tunables("bfs", &mut tun, &w.tunables)?;
-        let n = w.nr_cpus() as usize;
-        Ok(Bfs {
+        common::apply_tunables(policy, &mut tun, &w.tunables)?;
+        Ok(VirtualDeadlines {
             rr_interval: common::value_of(&tun, "rr_interval") as u64,
             interactive: common::value_of(&tun, "interactive") != 0,
             tun,
             ratios: prio_ratios(),
-            hz: w.machine.hz as u64,
             tasks: Vec::new(),
-            queue: BTreeSet::new(),
-            seq: 0,
-            curr: vec![None; n],
-            last_tick: vec![0; n],
-            dither: vec![false; n],
+            curr: vec![None; w.nr_cpus() as usize],
         })
     }
 
-    fn is_idleprio(sys: &Sys, t: TaskId) -> bool {
+    pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
+        if self.tasks.len() <= t as usize {
+            self.tasks.resize(t as usize + 1, DeadlineTask::default());
+        }
+        self.time_slice_expired(sys, t);
+    }
+
+    pub fn is_idleprio(sys: &Sys, t: TaskId) -> bool {
         sys.task(t).policy == SchedPolicy::Idle
     }
 
+    pub fn time_slice(&self, t: TaskId) -> i64 {
+        self.tasks[t as usize].time_slice
+    }
+
+    pub fn account(&mut self, t: TaskId, delta: Nanos) {
+        self.tasks[t as usize].time_slice -= delta as i64;
+    }
+
+    /// The slice is used up (it ends at the next schedule).
+    pub fn expire_now(&mut self, t: TaskId) {
+        self.tasks[t as usize].time_slice = 0;
+    }
+
+    /// The queue key: the deadline, with `idle_mask` set for IDLEPRIO tasks
+    /// so that they sort after every normal one.
+    pub fn key(&self, sys: &Sys, t: TaskId, idle_mask: u64) -> u64 {
+        let d = self.tasks[t as usize].deadline;
+        if Self::is_idleprio(sys, t) { d | idle_mask } else { d }
+    }
+
     /// time_slice_expired: a full slice and a new deadline from now.
-    fn time_slice_expired(&mut self, sys: &Sys, t: TaskId) {
+    pub fn time_slice_expired(&mut self, sys: &Sys, t: TaskId) {
         let d = deadline_diff(&self.ratios, sys.task(t).nice, self.rr_interval);
         let s = &mut self.tasks[t as usize];
         s.time_slice = timeslice_ns(self.rr_interval) as i64;
         s.deadline = sys.now + d;
     }
 
-    /// check_deadline at every deschedule.
-    fn check_deadline(&mut self, sys: &Sys, t: TaskId) {
+    /// check_deadline at every deschedule: SCHED_BATCH is renewed every time.
+    pub fn check_deadline(&mut self, sys: &Sys, t: TaskId) {
         if self.tasks[t as usize].time_slice < RESCHED_NS as i64 || sys.task(t).policy == SchedPolicy::Batch {
             self.time_slice_expired(sys, t);
         }
     }
 
-    fn enqueue_task(&mut self, sys: &Sys, t: TaskId) {
-        let mut key = self.tasks[t as usize].deadline;
-        if Self::is_idleprio(sys, t) {
-            key |= IDLEPRIO_KEY;
-        }
-        self.seq += 1;
-        let s = &mut self.tasks[t as usize];
-        s.key = key;
-        s.seq = self.seq;
-        s.queued = true;
-        self.queue.insert((key, self.seq, t));
-    }
-
-    fn dequeue_task(&mut self, t: TaskId) {
-        let s = &mut self.tasks[t as usize];
-        if s.queued {
-            self.queue.remove(&(s.key, s.seq, t));
-            s.queued = false;
-        }
-    }
-
     /// The priority class a CPU runs at, lower is better: normal 0,
-    /// idleprio 1, an idle CPU 2 (PRIO_LIMIT).
-    fn rq_prio(&self, sys: &Sys, cpu: CpuId) -> (u8, u64) {
+    /// idleprio 1, an idle CPU 2 (PRIO_LIMIT); then its task's deadline.
+    pub fn rq_prio(&self, sys: &Sys, cpu: CpuId) -> (u8, u64) {
         match self.curr[cpu as usize] {
             None => (2, u64::MAX),
             Some(c) => (Self::is_idleprio(sys, c) as u8, self.tasks[c as usize].deadline),
         }
     }
 
-    fn can_preempt(&self, sys: &Sys, p: TaskId, rq: (u8, u64)) -> bool {
+    /// can_preempt: a better class, or an earlier deadline in the same one
+    /// (never for SCHED_BATCH).
+    pub fn can_preempt(&self, sys: &Sys, p: TaskId, rq: (u8, u64)) -> bool {
         let prio = Self::is_idleprio(sys, p) as u8;
         if prio != rq.0 {
             return prio < rq.0;
         }
-        if sys.task(p).policy == SchedPolicy::Batch {
-            return false;
-        }
-        self.tasks[p as usize].deadline < rq.1
+        sys.task(p).policy != SchedPolicy::Batch && self.tasks[p as usize].deadline < rq.1
     }
 
     /// resched_best_idle: the allowed idle CPU nearest the task's cache.
-    fn best_idle(&self, sys: &Sys, t: TaskId) -> Option<CpuId> {
+    pub fn best_idle(&self, sys: &Sys, t: TaskId) -> Option<CpuId> {
         let from = sys.task(t).cpu;
-        common::nearest(sys, from, (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && common::truly_idle(sys, c)))
+        common::nearest(sys, from, (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && sys.idle(c)))
+    }
+}
+
+pub struct Bfs {
+    dl: VirtualDeadlines,
+    half_jiffy: Nanos,
+    /// The global runqueue (queue 0).
+    queue: KeyedQueues,
+    last_tick: Vec<Nanos>,
+    dither: Vec<bool>,
+}
+
+impl Bfs {
+    pub fn new(w: &Workload) -> Result<Bfs, String> {
+        let dl = VirtualDeadlines::new(
+            "bfs",
+            "1: pure deadline order; 0: bias against tasks whose cache is on another CPU",
+            w,
+        )?;
+        let n = w.nr_cpus() as usize;
+        Ok(Bfs {
+            dl,
+            half_jiffy: 500_000_000 / w.machine.hz as Nanos,
+            queue: KeyedQueues::new(1),
+            last_tick: vec![0; n],
+            dither: vec![false; n],
+        })
+    }
+
+    fn enqueue_task(&mut self, sys: &Sys, t: TaskId) {
+        self.queue.insert(0, t, self.dl.key(sys, t, IDLEPRIO_KEY));
     }
 
     fn earliest_deadline_task(&self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
         let mut best: Option<(u64, TaskId)> = None;
-        for &(key, _, t) in &self.queue {
+        for (key, t) in self.queue.iter(0) {
             if !sys.allowed(t, cpu) {
                 continue;
             }
-            if !self.interactive {
+            if !self.dl.interactive {
                 let tcpu = sys.task(t).cpu;
                 if tcpu != cpu {
                     let dl = key.checked_shl(common::locality(sys, tcpu, cpu)).unwrap_or(u64::MAX);
@@ -207,20 +226,17 @@ impl Policy for Bfs {
     }
 
     fn tunables(&self) -> Vec<Tunable> {
-        common::list_tunables(&self.tun)
+        common::list_tunables(&self.dl.tun)
     }
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
-        if self.tasks.len() <= t as usize {
-            self.tasks.resize(t as usize + 1, Task::default());
-        }
-        self.time_slice_expired(sys, t);
+        self.dl.task_new(sys, t);
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
         // try_preempt: an idle CPU first, else the CPU running the worst
         // (lowest priority, latest deadline) task.
-        if let Some(c) = self.best_idle(sys, t) {
+        if let Some(c) = self.dl.best_idle(sys, t) {
             return c;
         }
         let mut best: Option<(CpuId, (u8, u64))> = None;
@@ -228,7 +244,7 @@ impl Policy for Bfs {
             if !sys.allowed(t, c) {
                 continue;
             }
-            let p = self.rq_prio(sys, c);
+            let p = self.dl.rq_prio(sys, c);
             if best.is_none_or(|(_, b)| p > b) {
                 best = Some((c, p));
             }
@@ -241,31 +257,31 @@ impl Policy for Bfs {
     }
 
     fn dequeue(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, _why: Dequeue) {
-        self.dequeue_task(t);
+        self.queue.remove(t);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let prev = self.curr[cpu as usize].take();
+        let prev = self.dl.curr[cpu as usize].take();
         let mut requeued = None;
         if let Some(p) = prev {
-            self.check_deadline(sys, p);
+            self.dl.check_deadline(sys, p);
             if sys.task(p).state == TaskState::Runnable {
                 self.enqueue_task(sys, p);
                 requeued = Some(p);
             }
         }
-        self.dither[cpu as usize] = sys.now.saturating_sub(self.last_tick[cpu as usize]) <= 500_000_000 / self.hz;
+        self.dither[cpu as usize] = sys.now.saturating_sub(self.last_tick[cpu as usize]) <= self.half_jiffy;
         let next = self.earliest_deadline_task(sys, cpu);
         if let Some(n) = next {
-            self.dequeue_task(n);
+            self.queue.remove(n);
             if sys.task(n).cpu != cpu {
                 sys.migrate(n, cpu);
             }
-            self.curr[cpu as usize] = Some(n);
+            self.dl.curr[cpu as usize] = Some(n);
         }
         // resched_suitable_idle: the preempted task may run elsewhere now.
         if let Some(p) = requeued.filter(|&p| Some(p) != next)
-            && let Some(c) = self.best_idle(sys, p)
+            && let Some(c) = self.dl.best_idle(sys, p)
         {
             sys.resched(c);
         }
@@ -273,33 +289,32 @@ impl Policy for Bfs {
     }
 
     fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool) {
-        self.curr[cpu as usize] = None;
-        self.check_deadline(sys, t);
+        self.dl.curr[cpu as usize] = None;
+        self.dl.check_deadline(sys, t);
         if runnable {
             self.enqueue_task(sys, t);
-            if let Some(c) = self.best_idle(sys, t) {
+            if let Some(c) = self.dl.best_idle(sys, t) {
                 sys.resched(c);
             }
         }
     }
 
     fn account(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, delta: Nanos) {
-        self.tasks[t as usize].time_slice -= delta as i64;
+        self.dl.account(t, delta);
     }
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
         // task_running_tick, then rq->last_tick = now.
-        let half_jiffy = (500_000_000 / self.hz) as i64;
-        let s = &mut self.tasks[curr as usize];
+        let left = self.dl.time_slice(curr);
         let expire = if self.dither[cpu as usize] {
-            if s.time_slice > half_jiffy {
+            if left > self.half_jiffy as i64 {
                 false
             } else {
-                s.time_slice = 0;
+                self.dl.expire_now(curr);
                 true
             }
         } else {
-            s.time_slice < RESCHED_NS as i64
+            left < RESCHED_NS as i64
         };
         if expire {
             sys.resched(cpu);
@@ -309,12 +324,12 @@ impl Policy for Bfs {
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
         // IDLEPRIO tasks never preempt anything but idle.
-        !Self::is_idleprio(sys, woken) && self.can_preempt(sys, woken, self.rq_prio(sys, cpu))
+        !VirtualDeadlines::is_idleprio(sys, woken) && self.dl.can_preempt(sys, woken, self.dl.rq_prio(sys, cpu))
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
         // sched_yield: give up the rest of the slice.
-        self.tasks[t as usize].time_slice = 0;
+        self.dl.expire_now(t);
         sys.resched(cpu);
     }
 
@@ -327,14 +342,14 @@ impl Policy for Bfs {
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
-        for &(_, _, t) in &self.queue {
+        for (_, t) in self.queue.iter(0) {
             if sys.task(t).state != TaskState::Runnable {
                 return Err(format!("bfs: queued task {t} is {:?}", sys.task(t).state));
             }
         }
-        for (cpu, c) in self.curr.iter().enumerate() {
+        for (cpu, c) in self.dl.curr.iter().enumerate() {
             if let Some(t) = c
-                && self.tasks[*t as usize].queued
+                && self.queue.queue_of(*t).is_some()
             {
                 return Err(format!("bfs: task {t} runs on CPU {cpu} and is queued"));
             }

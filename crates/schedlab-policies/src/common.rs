@@ -1,9 +1,9 @@
 //! Pieces the non-CFS policies share: tunable parsing under the kernel's
-//! names, CPU locality as BFS/MuQSS/Project C rank it, and one-shot
-//! per-CPU slice timers (hrtick / hrexpiry).
+//! names, CPU locality as BFS/MuQSS/Project C rank it, one-shot per-CPU
+//! slice timers (hrtick / hrexpiry) and key-ordered runqueues.
 
-use schedlab_sim::{CpuId, Nanos, Sys, Tunable};
-use std::collections::BTreeMap;
+use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One tunable: its kernel name, allowed range and help, with the value in force.
 pub struct TunableSpec {
@@ -68,11 +68,6 @@ pub fn nearest(sys: &Sys, from: CpuId, candidates: impl Iterator<Item = CpuId>) 
     candidates.min_by_key(|&c| (locality(sys, from, c), (c + sys.nr_cpus - from) % sys.nr_cpus))
 }
 
-/// A CPU with no task running and none assigned to it.
-pub fn truly_idle(sys: &Sys, cpu: CpuId) -> bool {
-    sys.cpus[cpu as usize].curr.is_none() && sys.cpus[cpu as usize].nr_running == 0
-}
-
 /// One-shot timers per CPU that end a slice exactly (hrtick): arming a new
 /// one invalidates the old through an epoch in the token.
 pub struct SliceTimers {
@@ -115,5 +110,60 @@ pub fn no_groups(policy: &str, sys: &Sys) -> Vec<String> {
         vec![format!("cgroups (cpu.weight, cpu.max): {policy} has no group scheduling, so the groups were ignored")]
     } else {
         Vec::new()
+    }
+}
+
+/// Runqueues ordered by (key, arrival), FIFO within one key: BFS's global
+/// skiplist, MuQSS's per-CPU skiplists and Project C's per-CPU queues. Each
+/// task remembers where it is filed, so removal needs no search.
+pub struct KeyedQueues {
+    queues: Vec<BTreeSet<(u64, u64, TaskId)>>,
+    /// Per task: (queue, key, arrival) while it is queued.
+    slot: Vec<Option<(u32, u64, u64)>>,
+    seq: u64,
+}
+
+impl KeyedQueues {
+    pub fn new(nr_queues: usize) -> KeyedQueues {
+        KeyedQueues { queues: vec![BTreeSet::new(); nr_queues], slot: Vec::new(), seq: 0 }
+    }
+
+    /// Files `t` in queue `q` behind every task with a key <= `key`.
+    pub fn insert(&mut self, q: u32, t: TaskId, key: u64) {
+        self.remove(t);
+        self.seq += 1;
+        if self.slot.len() <= t as usize {
+            self.slot.resize(t as usize + 1, None);
+        }
+        self.slot[t as usize] = Some((q, key, self.seq));
+        self.queues[q as usize].insert((key, self.seq, t));
+    }
+
+    pub fn remove(&mut self, t: TaskId) {
+        if let Some((q, key, seq)) = self.slot.get_mut(t as usize).and_then(Option::take) {
+            self.queues[q as usize].remove(&(key, seq, t));
+        }
+    }
+
+    /// The queue holding `t`, if it is queued.
+    pub fn queue_of(&self, t: TaskId) -> Option<u32> {
+        self.slot.get(t as usize).copied().flatten().map(|(q, _, _)| q)
+    }
+
+    /// Queue `q`'s tasks in order, with their keys.
+    pub fn iter(&self, q: u32) -> impl Iterator<Item = (u64, TaskId)> + '_ {
+        self.queues[q as usize].iter().map(|&(k, _, t)| (k, t))
+    }
+
+    pub fn first(&self, q: u32) -> Option<(u64, TaskId)> {
+        self.iter(q).next()
+    }
+
+    pub fn len(&self, q: u32) -> usize {
+        self.queues[q as usize].len()
+    }
+
+    pub fn nr_queues(&self) -> usize {
+        self.queues.len()
     }
 }

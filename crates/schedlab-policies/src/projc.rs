@@ -30,10 +30,9 @@
 //! Left out: the SMT group balancer (sg_balance), yield_type 2 (skip),
 //! cpufreq hooks.
 
-use crate::common::{self, SliceTimers, TunableSpec};
+use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
-use std::collections::BTreeSet;
 
 const MAX_PRIORITY_ADJ: i64 = 12;
 /// Keeps BMQ levels positive; only their order matters.
@@ -53,9 +52,6 @@ struct Task {
     boost_prio: i64,
     deadline: u64,
     time_slice: i64,
-    key: u64,
-    seq: u64,
-    rq: Option<CpuId>,
 }
 
 pub struct ProjectC {
@@ -64,8 +60,8 @@ pub struct ProjectC {
     timeslice: i64,
     yield_type: i64,
     tasks: Vec<Task>,
-    rqs: Vec<BTreeSet<(u64, u64, TaskId)>>,
-    seq: u64,
+    /// One queue per CPU; the running task stays in its queue.
+    rqs: KeyedQueues,
     curr: Vec<Option<TaskId>>,
     last_ts_switch: Vec<Nanos>,
     timers: SliceTimers,
@@ -104,8 +100,7 @@ impl ProjectC {
             yield_type: common::value_of(&tun, "yield_type"),
             tun,
             tasks: Vec::new(),
-            rqs: vec![BTreeSet::new(); n],
-            seq: 0,
+            rqs: KeyedQueues::new(n),
             curr: vec![None; n],
             last_ts_switch: vec![0; n],
             timers: SliceTimers::new(n as u32, 2 << 56),
@@ -183,31 +178,18 @@ impl ProjectC {
             let s = &mut self.tasks[t as usize];
             s.deadline = s.deadline.min(max);
         }
-        let key = self.key(sys, t);
-        self.seq += 1;
-        let s = &mut self.tasks[t as usize];
-        s.key = key;
-        s.seq = self.seq;
-        s.rq = Some(cpu);
-        self.rqs[cpu as usize].insert((key, self.seq, t));
+        self.rqs.insert(cpu, t, self.key(sys, t));
     }
 
-    fn dequeue_task(&mut self, t: TaskId) {
-        let s = &mut self.tasks[t as usize];
-        if let Some(rq) = s.rq.take() {
-            self.rqs[rq as usize].remove(&(s.key, s.seq, t));
-        }
-    }
-
+    /// To the tail of its (possibly new) level on the same CPU.
     fn requeue(&mut self, sys: &Sys, t: TaskId) {
-        let cpu = self.tasks[t as usize].rq.expect("requeue of a queued task");
-        self.dequeue_task(t);
+        let cpu = self.rqs.queue_of(t).expect("requeue of a queued task");
         self.enqueue_task(sys, cpu, t);
     }
 
     /// The key of the best task on a CPU (its watermark); idle CPUs have none.
     fn watermark(&self, cpu: CpuId) -> Option<u64> {
-        self.rqs[cpu as usize].first().map(|&(k, _, _)| k)
+        self.rqs.first(cpu).map(|(k, _)| k)
     }
 
     fn ensure_order(&mut self, sys: &Sys) {
@@ -220,18 +202,17 @@ impl ProjectC {
     fn take_other_rq_tasks(&mut self, sys: &mut Sys, cpu: CpuId) -> bool {
         for i in 1..self.order[cpu as usize].len() {
             let src = self.order[cpu as usize][i];
-            let nr = self.rqs[src as usize].len();
+            let nr = self.rqs.len(src);
             if nr < 2 {
                 continue;
             }
             let skip = self.curr[src as usize];
             let tries = (nr / 2).min(SCHED_NR_MIGRATE);
             let candidates: Vec<TaskId> =
-                self.rqs[src as usize].iter().map(|&(_, _, t)| t).filter(|&t| Some(t) != skip).take(tries).collect();
+                self.rqs.iter(src).map(|(_, t)| t).filter(|&t| Some(t) != skip).take(tries).collect();
             let mut moved = 0;
             for t in candidates {
                 if sys.allowed(t, cpu) {
-                    self.dequeue_task(t);
                     sys.migrate(t, cpu);
                     self.enqueue_task(sys, cpu, t);
                     moved += 1;
@@ -283,16 +264,12 @@ impl Policy for ProjectC {
             && let Some(c) = common::nearest(
                 sys,
                 from,
-                (0..sys.nr_cpus)
-                    .filter(allowed)
-                    .filter(|&c| sys.topology.siblings(c).all(|s| common::truly_idle(sys, s))),
+                (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.topology.siblings(c).all(|s| sys.idle(s))),
             )
         {
             return c;
         }
-        if let Some(c) =
-            common::nearest(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| common::truly_idle(sys, c)))
-        {
+        if let Some(c) = common::nearest(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.idle(c))) {
             return c;
         }
         let key = self.key(sys, t);
@@ -318,7 +295,7 @@ impl Policy for ProjectC {
                 self.boost(sys, t);
             }
         }
-        self.dequeue_task(t);
+        self.rqs.remove(t);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
@@ -330,7 +307,7 @@ impl Policy for ProjectC {
             self.time_slice_expired(sys, p);
             self.requeue(sys, p);
         }
-        let next = self.rqs[cpu as usize].first().map(|&(_, _, t)| t);
+        let next = self.rqs.first(cpu).map(|(_, t)| t);
         match next {
             Some(n) => {
                 self.curr[cpu as usize] = Some(n);
@@ -365,7 +342,7 @@ impl Policy for ProjectC {
     }
 
     fn wakeup_preempt(&mut self, _sys: &mut Sys, cpu: CpuId, curr: TaskId, _woken: TaskId) -> bool {
-        self.rqs[cpu as usize].first().is_some_and(|&(_, _, t)| t != curr)
+        self.rqs.first(cpu).is_some_and(|(_, t)| t != curr)
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
@@ -410,8 +387,8 @@ impl Policy for ProjectC {
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
-        for (cpu, rq) in self.rqs.iter().enumerate() {
-            for &(_, _, t) in rq {
+        for cpu in 0..self.rqs.nr_queues() as CpuId {
+            for (_, t) in self.rqs.iter(cpu) {
                 let st = sys.task(t).state;
                 if !matches!(st, TaskState::Runnable | TaskState::Running) || sys.task(t).cpu != cpu as CpuId {
                     return Err(format!(

@@ -1317,11 +1317,10 @@ impl Policy for Fair {
                 let inherited = self.bore_inherit(sys.now, p);
                 self.parent_of[t as usize] = Some(p);
                 self.children[p as usize].push(t);
-                let tun = self.bore.clone().expect("bore");
                 let b = &mut self.burst[t as usize];
                 b.prev_penalty = inherited;
                 b.penalty = inherited;
-                b.update(&tun);
+                b.update(self.bore.as_ref().expect("bore"));
                 self.ents[se as usize].weight = self.bore_weight(sys, t);
             }
         }
@@ -1569,13 +1568,13 @@ impl Policy for Fair {
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        if let Some(tun) = self.bore.clone() {
+        if let Some(tun) = &self.bore {
             // restart_burst_rescale_deadline, even when alone on the CPU.
             let se = self.task_ent[t as usize];
             let old_w = self.ents[se as usize].weight;
             let b = &mut self.burst[t as usize];
             let old = b.score;
-            if b.restart(&tun) != old {
+            if b.restart(tun) != old {
                 let vremain = self.ents[se as usize].deadline - self.ents[se as usize].vruntime;
                 self.bore_reweight(sys, t);
                 let new_w = self.ents[se as usize].weight;
