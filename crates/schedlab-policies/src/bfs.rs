@@ -69,6 +69,8 @@ pub(crate) struct VirtualDeadlines {
     ratios: [u64; 40],
     tasks: Vec<DeadlineTask>,
     pub curr: Vec<Option<TaskId>>,
+    /// cpu_order (rq_order) of every CPU, computed at the first task.
+    pub order: Vec<Vec<CpuId>>,
 }
 
 impl VirtualDeadlines {
@@ -92,10 +94,14 @@ impl VirtualDeadlines {
             ratios: prio_ratios(),
             tasks: Vec::new(),
             curr: vec![None; w.nr_cpus() as usize],
+            order: Vec::new(),
         })
     }
 
     pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
+        if self.order.is_empty() {
+            self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
+        }
         if self.tasks.len() <= t as usize {
             self.tasks.resize(t as usize + 1, DeadlineTask::default());
         }
@@ -240,7 +246,7 @@ impl Policy for Bfs {
             return c;
         }
         let mut best: Option<(CpuId, (u8, u64))> = None;
-        for c in common::cpu_order(sys, prev) {
+        for &c in &self.dl.order[prev as usize] {
             if !sys.allowed(t, c) {
                 continue;
             }

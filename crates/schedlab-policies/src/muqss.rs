@@ -29,8 +29,6 @@ pub struct Muqss {
     /// One skiplist per CPU.
     rqs: KeyedQueues,
     timers: SliceTimers,
-    /// cpu_order of every CPU, computed once.
-    order: Vec<Vec<CpuId>>,
 }
 
 impl Muqss {
@@ -41,7 +39,7 @@ impl Muqss {
             w,
         )?;
         let n = w.nr_cpus();
-        Ok(Muqss { dl, rqs: KeyedQueues::new(n as usize), timers: SliceTimers::new(n, 1 << 56), order: Vec::new() })
+        Ok(Muqss { dl, rqs: KeyedQueues::new(n as usize), timers: SliceTimers::new(n, 1 << 56) })
     }
 
     fn enqueue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
@@ -52,15 +50,9 @@ impl Muqss {
         self.rqs.len(cpu) + self.dl.curr[cpu as usize].is_some() as usize
     }
 
-    fn ensure_order(&mut self, sys: &Sys) {
-        if self.order.is_empty() {
-            self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
-        }
-    }
-
     fn earliest_deadline_task(&self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
         let (mut best, mut best_key, mut best_entries) = (None, u64::MAX, 0usize);
-        for &other in &self.order[cpu as usize] {
+        for &other in &self.dl.order[cpu as usize] {
             let entries = self.rqs.len(other);
             if entries == 0 || (!self.dl.interactive && entries <= best_entries) {
                 continue;
@@ -87,7 +79,6 @@ impl Policy for Muqss {
     }
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
-        self.ensure_order(sys);
         self.dl.task_new(sys, t);
     }
 
@@ -96,7 +87,7 @@ impl Policy for Muqss {
             return c;
         }
         let mut best = (prev, usize::MAX);
-        for &c in &self.order[prev as usize] {
+        for &c in &self.dl.order[prev as usize] {
             if sys.allowed(t, c) && self.rq_load(c) < best.1 {
                 best = (c, self.rq_load(c));
             }
@@ -168,7 +159,7 @@ impl Policy for Muqss {
             return false;
         }
         // try_preempt: the first CPU in locality order that p can preempt.
-        for &c in &self.order[cpu as usize] {
+        for &c in &self.dl.order[cpu as usize] {
             if sys.allowed(woken, c) && self.dl.can_preempt(sys, woken, self.dl.rq_prio(sys, c)) {
                 if c == cpu {
                     return true;
