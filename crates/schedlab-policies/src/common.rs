@@ -6,6 +6,7 @@ use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One tunable: its kernel name, allowed range and help, with the value in force.
+#[derive(Clone, Debug)]
 pub struct TunableSpec {
     pub name: &'static str,
     pub value: i64,

@@ -66,6 +66,18 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
     },
     PolicyInfo {
+        name: "cacule",
+        summary: "CFS ordered by a ULE interactivity score: the task that slept most relative to its run goes first",
+        source: "CacULE for Linux 5.14 (Hamad Al Marri, cacule-5.14.patch)",
+        groups: true,
+    },
+    PolicyInfo {
+        name: "tt",
+        summary: "CFS with task types (realtime, interactive, CPU-bound, batch) and HRRN order, CFS balancer",
+        source: "TT for Linux 6.3 (Hamad Al Marri, tt-6.3.patch)",
+        groups: false,
+    },
+    PolicyInfo {
         name: "baby",
         summary: "minimal per-CPU deadline scheduler: one-tick round robin by deadline",
         source: "Baby (deadline) for Linux 5.14 (Hamad Al Marri)",
@@ -83,6 +95,8 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
         "muqss" => Ok(Box::new(muqss::Muqss::new(w)?)),
         "bmq" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Bmq, w)?)),
         "pds" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Pds, w)?)),
+        "cacule" => Ok(Box::new(fair::Fair::new_cacule(w)?)),
+        "tt" => Ok(Box::new(fair::Fair::new_tt(w)?)),
         "baby" => Ok(Box::new(baby::Baby::new(w)?)),
         other => Err(format!(
             "unknown scheduler '{other}': choose one of {}",

@@ -20,11 +20,20 @@
 //! entities too); pick_eevdf scans in deadline order where the kernel
 //! walks an augmented tree (same answer, O(n) worst case); 6.18's
 //! task-based throttling is modelled as the classic per-cfs_rq throttle.
+//!
+//! Three out-of-tree schedulers are built on this code as their patches
+//! build on fair.c: [`bore`] on EEVDF, [`cacule`] and [`tt`] on CFS (their
+//! runqueues become lists scanned for an interactivity score or a response
+//! ratio, kept here as the tree in list order).
 
 mod bore;
+mod cacule;
+mod tt;
 mod tunables;
 
 pub use bore::BoreTunables;
+pub use cacule::CaculeTunables;
+pub use tt::{TaskType, TtTunables};
 
 pub use tunables::{FairTunables, Features, Variant, scaling_factor};
 
@@ -57,6 +66,8 @@ struct Ent {
     prev_sum_exec: u64,
     /// Key it is filed under in its cfs_rq's tree.
     key: i64,
+    /// Enqueue order, for CacULE's and TT's head-inserted lists.
+    list_seq: u64,
     /// The cfs_rq it belongs to.
     rq: u32,
     /// For a group entity, the cfs_rq it represents.
@@ -131,6 +142,28 @@ pub struct Fair {
     burst: Vec<bore::Burst>,
     parent_of: Vec<Option<TaskId>>,
     children: Vec<Vec<TaskId>>,
+    /// CacULE on top of CFS, when built as `cacule`: a node per entity.
+    cacule: Option<CaculeTunables>,
+    cnodes: Vec<cacule::Node>,
+    /// TT on top of CFS, when built as `tt`: a node per task entity, the
+    /// dedicated CPU-bound task per CPU, and the last update_curr per task
+    /// (time, delta) for the burst shift at sleep.
+    tt: Option<TtTunables>,
+    tnodes: Vec<tt::Node>,
+    dedicated: Vec<Option<TaskId>>,
+    last_charge: Vec<(Nanos, u64)>,
+    list_seq: u64,
+    /// Group scheduling off (TT): every task in the root cfs_rq.
+    flat: bool,
+}
+
+/// Whose list order a CFS-based cfs_rq follows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListOrder {
+    /// The vruntime tree (CFS, BORE, EEVDF).
+    Tree,
+    Cacule,
+    Tt,
 }
 
 impl Fair {
@@ -151,6 +184,66 @@ impl Fair {
         }
         f.bore = Some(b);
         Ok(f)
+    }
+
+    /// CacULE: CFS ordered by interactivity score (see [`cacule`]).
+    pub fn new_cacule(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let c = CaculeTunables::take(&mut set)?;
+        Self::refuse_unknown("cacule", w, &c.list(), CaculeTunables::hides)?;
+        let own_cost = set.contains_key("migration_cost_ns");
+        let mut f = Self::with_tunables(Variant::Cfs, w, &set)?;
+        f.cacule = Some(c);
+        if !own_cost {
+            f.tun.migration_cost_ns = 200_000;
+            f.lb = Some(Balancer::new(
+                &w.machine.topology,
+                LbTunables { migration_cost_ns: f.tun.migration_cost_ns, nr_migrate: f.tun.nr_migrate },
+            ));
+        }
+        // Group entities exist from boot: born at time 0.
+        f.cnodes = vec![cacule::Node::default(); f.ents.len()];
+        Ok(f)
+    }
+
+    /// TT: CFS with task types and HRRN order (see [`tt`]).
+    pub fn new_tt(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let t = TtTunables::take(&mut set, w.machine.tick_ns())?;
+        Self::refuse_unknown("tt", w, &t.list(), |_| false)?;
+        let mut flat = w.clone();
+        flat.groups.truncate(1);
+        let mut f = Self::with_tunables(Variant::Cfs, &flat, &set)?;
+        f.flat = true;
+        f.dedicated = vec![None; f.nr_cpus as usize];
+        f.tt = Some(t);
+        Ok(f)
+    }
+
+    /// One error naming every tunable a CFS-based patch knows (CFS's own
+    /// check would name only CFS's).
+    fn refuse_unknown(policy: &str, w: &Workload, own: &[Tunable], hides: fn(&str) -> bool) -> Result<(), String> {
+        let mut cfs = FairTunables::new(Variant::Cfs, w.nr_cpus(), &Default::default())?;
+        let mut known: Vec<&str> = cfs.list(Variant::Cfs).iter().map(|t| t.name).filter(|n| !hides(n)).collect();
+        known.extend(own.iter().map(|t| t.name));
+        match w.tunables.keys().find(|k| !known.contains(&k.as_str())) {
+            Some(name) => Err(format!("unknown tunable '{name}' for {policy}: known are {}", known.join(", "))),
+            None => Ok(()),
+        }
+    }
+
+    fn order(&self) -> ListOrder {
+        if self.cacule.is_some() {
+            ListOrder::Cacule
+        } else if self.tt.is_some() {
+            ListOrder::Tt
+        } else {
+            ListOrder::Tree
+        }
+    }
+
+    fn task_group(&self, sys: &Sys, t: TaskId) -> u32 {
+        if self.flat { 0 } else { sys.task(t).group }
     }
 
     fn with_tunables(
@@ -203,6 +296,14 @@ impl Fair {
             burst: Vec::new(),
             parent_of: Vec::new(),
             children: Vec::new(),
+            cacule: None,
+            cnodes: Vec::new(),
+            tt: None,
+            tnodes: Vec::new(),
+            dedicated: Vec::new(),
+            last_charge: Vec::new(),
+            list_seq: 0,
+            flat: false,
         };
         // rq index = group * ncpus + cpu; group entities for groups >= 1.
         for g in 0..nr_groups {
@@ -229,6 +330,7 @@ impl Fair {
                     sum_exec: 0,
                     prev_sum_exec: 0,
                     key: 0,
+                    list_seq: 0,
                     rq: parent * n + cpu,
                     my_rq: g * n + cpu,
                     task: NONE,
@@ -315,15 +417,19 @@ impl Fair {
     }
 
     fn tree_key(&self, e: &Ent) -> i64 {
-        match self.variant {
-            Variant::Cfs => e.vruntime,
-            Variant::Eevdf => e.deadline,
+        match (self.order(), self.variant) {
+            // Newest first, as CacULE and TT insert at the list head.
+            (ListOrder::Cacule | ListOrder::Tt, _) => -(e.list_seq as i64),
+            (ListOrder::Tree, Variant::Cfs) => e.vruntime,
+            (ListOrder::Tree, Variant::Eevdf) => e.deadline,
         }
     }
 
     // ---- tree and averages ----
 
     fn tree_insert(&mut self, rq: u32, se: u32) {
+        self.list_seq += 1;
+        self.ents[se as usize].list_seq = self.list_seq;
         let key = self.tree_key(&self.ents[se as usize]);
         self.ents[se as usize].key = key;
         let (v, w) = (self.ents[se as usize].vruntime, self.ents[se as usize].weight);
@@ -582,7 +688,8 @@ impl Fair {
         let is_curr = self.rqs[rq as usize].curr == Some(se);
         match self.variant {
             Variant::Cfs => {
-                if initial || wakeup {
+                // CacULE has no place_entity.
+                if (initial || wakeup) && self.cacule.is_none() {
                     self.place_entity(rq, se, initial, wakeup);
                 }
             }
@@ -669,7 +776,7 @@ impl Fair {
 
     fn enqueue_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
         let se = self.task_ent[t as usize];
-        let target = self.group_rq(sys.task(t).group, cpu);
+        let target = self.group_rq(self.task_group(sys, t), cpu);
         if self.ents[se as usize].delayed {
             debug_assert_eq!(self.ents[se as usize].rq, target, "delayed task woken on another CPU");
             self.requeue_delayed(target, se);
@@ -678,14 +785,23 @@ impl Fair {
             return;
         }
         let old = self.ents[se as usize].rq;
+        if self.tt.is_some() {
+            // enqueue_entity's TT block, and migrate_task_rq_fair's unmark.
+            let node = &mut self.tnodes[se as usize];
+            if old != target {
+                node.unmark_yield();
+            }
+            let change = node.enqueue(sys.now, how == Enqueue::Wakeup, old != target);
+            self.tt_type_changed(cpu, t, change);
+        }
         if old != target {
-            if self.variant == Variant::Cfs && how != Enqueue::New {
+            if self.variant == Variant::Cfs && how != Enqueue::New && self.cacule.is_none() {
                 let delta = self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
                 self.ents[se as usize].vruntime += delta;
             }
             self.ents[se as usize].rq = target;
         }
-        if how == Enqueue::New && self.variant == Variant::Cfs {
+        if how == Enqueue::New && self.variant == Variant::Cfs && self.cacule.is_none() {
             // task_fork_fair: start from the parent's vruntime when it runs
             // on this cfs_rq, then place_entity(initial).
             let base = sys
@@ -897,12 +1013,21 @@ impl Fair {
 
     // ---- pick / put ----
 
-    /// CFS pick_next_entity with the skip, next and last buddies.
-    fn pick_cfs(&mut self, rq: u32) -> Option<u32> {
+    /// CFS pick_next_entity with the skip, next and last buddies; under TT
+    /// "first" and "before" are by HRRN_PERCENT (the buddies still compare
+    /// CFS vruntime).
+    fn pick_cfs(&mut self, rq: u32, now: Nanos) -> Option<u32> {
+        let tt = self.tt.is_some();
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
-        let first = r.tree.first().map(|&(_, s)| s);
-        let before = |a: u32, b: u32| self.ents[a as usize].vruntime < self.ents[b as usize].vruntime;
+        let first = if tt { self.tt_first(rq, now, None) } else { r.tree.first().map(|&(_, s)| s) };
+        let before = |a: u32, b: u32| {
+            if tt {
+                tt::Node::before(&self.tnodes[a as usize], &self.tnodes[b as usize], now)
+            } else {
+                self.ents[a as usize].vruntime < self.ents[b as usize].vruntime
+            }
+        };
         let mut left = match (first, curr) {
             (None, c) => c?,
             (Some(f), Some(c)) if before(c, f) => c,
@@ -913,7 +1038,11 @@ impl Fair {
             let second = if Some(se) == curr {
                 first
             } else {
-                let next_in_tree = r.tree.range((self.ents[se as usize].key, se + 1)..).next().map(|&(_, s)| s);
+                let next_in_tree = if tt {
+                    self.tt_first(rq, now, Some(se))
+                } else {
+                    r.tree.range((self.ents[se as usize].key, se + 1)..).next().map(|&(_, s)| s)
+                };
                 match (next_in_tree, curr) {
                     (None, c) => c,
                     (Some(n), Some(c)) if before(c, n) => Some(c),
@@ -1095,7 +1224,8 @@ impl Fair {
                     continue 'again;
                 }
                 let se = match self.variant {
-                    Variant::Cfs => self.pick_cfs(rq),
+                    Variant::Cfs if self.cacule.is_some() => self.pick_cacule(rq, sys.now),
+                    Variant::Cfs => self.pick_cfs(rq, sys.now),
                     Variant::Eevdf => {
                         let p = self.pick_eevdf(rq, true);
                         if self.verify
@@ -1201,8 +1331,11 @@ impl Fair {
 impl LbQueues for Fair {
     fn candidates(&self, sys: &Sys, cpu: CpuId, out: &mut Vec<TaskId>) {
         let running = sys.cpus[cpu as usize].curr;
+        // TT's can_migrate_task keeps a CPU's dedicated CPU-bound task.
+        let dedicated = self.dedicated.get(cpu as usize).copied().flatten();
         out.extend(self.cpu_tasks[cpu as usize].iter().copied().filter(|&t| {
             Some(t) != running
+                && Some(t) != dedicated
                 && sys.task(t).state == TaskState::Runnable
                 && !self.throttled_hierarchy(self.ents[self.task_ent[t as usize] as usize].rq)
         }));
@@ -1252,10 +1385,12 @@ impl LbQueues for Fair {
 
 impl Policy for Fair {
     fn name(&self) -> &'static str {
-        match (self.variant, &self.bore) {
-            (Variant::Cfs, _) => "cfs",
-            (Variant::Eevdf, None) => "eevdf",
-            (Variant::Eevdf, Some(_)) => "bore",
+        match (self.variant, &self.bore, self.order()) {
+            (Variant::Cfs, _, ListOrder::Cacule) => "cacule",
+            (Variant::Cfs, _, ListOrder::Tt) => "tt",
+            (Variant::Cfs, _, ListOrder::Tree) => "cfs",
+            (Variant::Eevdf, None, _) => "eevdf",
+            (Variant::Eevdf, Some(_), _) => "bore",
         }
     }
 
@@ -1263,6 +1398,13 @@ impl Policy for Fair {
         let mut all = self.tun.clone().list(self.variant);
         if let Some(b) = &self.bore {
             all.extend(b.list());
+        }
+        if let Some(c) = &self.cacule {
+            all.retain(|t| !CaculeTunables::hides(t.name));
+            all.extend(c.list());
+        }
+        if let Some(t) = &self.tt {
+            all.extend(t.list());
         }
         all
     }
@@ -1278,7 +1420,8 @@ impl Policy for Fair {
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
         let info = sys.task(t);
-        let depth = Self::group_depth(&sys.groups, info.group);
+        let group = self.task_group(sys, t);
+        let depth = if self.flat { 0 } else { Self::group_depth(&sys.groups, group) };
         let custom = info.slice;
         let se = self.ents.len() as u32;
         self.ents.push(Ent {
@@ -1295,7 +1438,8 @@ impl Policy for Fair {
             sum_exec: 0,
             prev_sum_exec: 0,
             key: 0,
-            rq: self.group_rq(info.group, info.cpu),
+            list_seq: 0,
+            rq: self.group_rq(group, info.cpu),
             my_rq: NONE,
             task: t,
             depth,
@@ -1306,6 +1450,17 @@ impl Policy for Fair {
             self.pos.resize(t as usize + 1, NONE);
         }
         self.task_ent[t as usize] = se;
+        if self.cacule.is_some() {
+            // wake_up_new_task stamps cacule_start_time.
+            self.cnodes.push(cacule::Node { vruntime: 0, start_time: sys.now });
+        }
+        if self.tt.is_some() {
+            self.tnodes.resize(se as usize + 1, tt::Node::new(sys.now));
+            self.tnodes[se as usize] = tt::Node::new(sys.now);
+            if self.last_charge.len() <= t as usize {
+                self.last_charge.resize(t as usize + 1, (0, 0));
+            }
+        }
         if self.bore.is_some() {
             if self.burst.len() <= t as usize {
                 self.burst.resize(t as usize + 1, bore::Burst::default());
@@ -1331,6 +1486,11 @@ impl Policy for Fair {
         if self.ents[self.task_ent[t as usize] as usize].delayed {
             return prev;
         }
+        // CacULE drops wake_affine: select_idle_sibling around prev.
+        let kind = match kind {
+            WakeKind::Wakeup { sync, .. } if self.cacule.is_some() => WakeKind::Wakeup { waker_cpu: None, sync },
+            k => k,
+        };
         select_task_rq(sys, self, t, prev, kind)
     }
 
@@ -1355,6 +1515,12 @@ impl Policy for Fair {
         }
         let se = self.task_ent[t as usize];
         let rq = self.ents[se as usize].rq;
+        if self.tt.is_some() {
+            // dequeue_entity's TT block runs before its update_curr: the
+            // run charged at this very moment opens the next burst.
+            let (at, delta) = self.last_charge[t as usize];
+            self.tnodes[se as usize].sleep(if at == sys.now { delta } else { 0 });
+        }
         self.list_remove(cpu, t);
         if self.variant == Variant::Eevdf
             && why == Dequeue::Sleep
@@ -1381,6 +1547,15 @@ impl Policy for Fair {
         }
         let next = self.pick_task(sys, cpu);
         let prev_task = self.running_task(cpu);
+        if let Some(p) = prev_task {
+            // pick_next_task_fair: the yield mark lasts one pick.
+            let pse = self.task_ent[p as usize] as usize;
+            if self.cacule.is_some() {
+                self.cnodes[pse].unmark_yield();
+            } else if self.tt.is_some() {
+                self.tnodes[pse].unmark_yield();
+            }
+        }
         match (prev_task, next) {
             (Some(p), Some(n)) if p == n => {}
             (Some(p), Some(n)) => {
@@ -1467,11 +1642,22 @@ impl Policy for Fair {
                     }
                 }
             }
+            if let Some(c) = &self.cacule {
+                let w = self.ents[se as usize].weight;
+                self.cnodes[se as usize].charge(sys.now, calc_delta_fair(delta, w), c);
+            }
             let up = self.rqs[rq as usize].se;
             if up == NONE {
                 break;
             }
             se = up;
+        }
+        if let Some(tun) = &self.tt {
+            let se = self.task_ent[t as usize];
+            let nice = sys.task(t).nice as i64;
+            let change = self.tnodes[se as usize].charge(sys.now, delta, nice, tun);
+            self.last_charge[t as usize] = (sys.now, delta);
+            self.tt_type_changed(cpu, t, change);
         }
         if resched {
             sys.resched(cpu);
@@ -1482,11 +1668,22 @@ impl Policy for Fair {
         if self.variant != Variant::Cfs {
             return;
         }
+        if self.tt.is_some() {
+            self.tt_check_dedicated(cpu);
+        }
         // entity_tick -> check_preempt_tick at every level.
         let mut se = self.task_ent[curr as usize];
         loop {
             let rq = self.ents[se as usize].rq;
-            if self.rqs[rq as usize].nr_queued > 1 && self.rqs[rq as usize].curr == Some(se) {
+            if self.cacule.is_some() {
+                // CacULE's check_preempt_tick: resched unless the pick is curr.
+                if self.rqs[rq as usize].nr_queued > 1
+                    && self.rqs[rq as usize].curr == Some(se)
+                    && self.pick_cacule(rq, sys.now) != Some(se)
+                {
+                    sys.resched(cpu);
+                }
+            } else if self.rqs[rq as usize].nr_queued > 1 && self.rqs[rq as usize].curr == Some(se) {
                 let ideal = self.sched_slice(se);
                 let e = &self.ents[se as usize];
                 let ran = e.sum_exec - e.prev_sum_exec;
@@ -1494,10 +1691,13 @@ impl Policy for Fair {
                     self.clear_buddies(rq, se);
                     sys.resched(cpu);
                 } else if ran >= self.tun.sched_min_granularity_ns
-                    && let Some(&(_, first)) = self.rqs[rq as usize].tree.first()
+                    && let Some(first) = self.tick_first(rq, sys.now)
                 {
+                    // TT: a running task ahead by HRRN is left alone.
+                    let tt_ahead = self.tt.is_some()
+                        && tt::Node::before(&self.tnodes[se as usize], &self.tnodes[first as usize], sys.now);
                     let d = e.vruntime - self.ents[first as usize].vruntime;
-                    if d > ideal as i64 {
+                    if !tt_ahead && d > ideal as i64 {
                         sys.resched(cpu);
                     }
                 }
@@ -1529,6 +1729,10 @@ impl Policy for Fair {
         }
         let (se, pse) = self.matching(self.task_ent[curr as usize], pse0);
         let rq = self.ents[se as usize].rq;
+        if self.cacule.is_some() {
+            // A strictly more interactive waker preempts; no buddies.
+            return self.cacule_score(pse, sys.now) < self.cacule_score(se, sys.now);
+        }
         match self.variant {
             Variant::Cfs => {
                 let scale = self.rqs[rq as usize].nr_queued as u64 >= self.tun.nr_latency();
@@ -1586,10 +1790,20 @@ impl Policy for Fair {
                 }
             }
         }
+        if let Some(c) = &self.cacule {
+            // CacULE marks before the lone-task test and sets no skip buddy.
+            if c.yield_mark {
+                self.cnodes[self.task_ent[t as usize] as usize].mark_yield();
+            }
+            return;
+        }
         if sys.cpus[cpu as usize].nr_running <= 1 {
             return;
         }
         let se = self.task_ent[t as usize];
+        if self.tt.is_some() {
+            self.tnodes[se as usize].mark_yield();
+        }
         match self.variant {
             Variant::Cfs => {
                 // set_skip_buddy at every level.
@@ -1664,6 +1878,17 @@ impl Policy for Fair {
             out.push(("lb_migrations".into(), lb.balanced_moves as f64));
             out.push(("active_balance_pushes".into(), lb.active_moves as f64));
         }
+        if self.tt.is_some() {
+            // How TT classified the tasks, as of the end of the run.
+            for ty in [TaskType::Realtime, TaskType::Interactive, TaskType::NoType, TaskType::CpuBound, TaskType::Batch]
+            {
+                let n = (0..sys.tasks.len() as TaskId)
+                    .filter(|&t| !sys.task(t).policy.is_rt() && sys.task(t).state != TaskState::Exited)
+                    .filter(|&t| self.tnodes[self.task_ent[t as usize] as usize].task_type == ty)
+                    .count();
+                out.push((format!("tt_tasks_{}", ty.name()), n as f64));
+            }
+        }
         for (g, bw) in self.bw.iter().enumerate() {
             if let Some(bw) = bw {
                 let name = &sys.groups[g].name;
@@ -1677,6 +1902,10 @@ impl Policy for Fair {
             }
         }
         out
+    }
+
+    fn unsupported(&self, sys: &Sys) -> Vec<String> {
+        if self.flat { crate::common::no_groups("tt", sys) } else { Vec::new() }
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
@@ -1730,7 +1959,96 @@ impl Policy for Fair {
     }
 }
 
+/// CacULE's and TT's list scans and per-task bookkeeping.
 impl Fair {
+    fn cacule_score(&self, se: u32, now: Nanos) -> u64 {
+        let m = self.cacule.as_ref().expect("cacule").interactivity_factor;
+        self.cnodes[se as usize].score(now, m)
+    }
+
+    /// CacULE's pick_next_entity: the lowest score in the list (on a tie,
+    /// the entry nearest the head), the running entity only when it scores
+    /// strictly lower.
+    fn pick_cacule(&self, rq: u32, now: Nanos) -> Option<u32> {
+        let r = &self.rqs[rq as usize];
+        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
+        let mut best: Option<(u32, u64)> = None;
+        for &(_, s) in &r.tree {
+            let score = self.cacule_score(s, now);
+            if best.is_none_or(|(_, b)| score < b) {
+                best = Some((s, score));
+            }
+        }
+        match (best, curr) {
+            (None, c) => c,
+            (Some((_, b)), Some(c)) if self.cacule_score(c, now) < b => Some(c),
+            (Some((s, _)), _) => Some(s),
+        }
+    }
+
+    /// TT's __pick_first_entity / __pick_next_entity: the list entry with
+    /// the lowest HRRN_PERCENT (head-most on a tie), `skip` left out.
+    fn tt_first(&self, rq: u32, now: Nanos, skip: Option<u32>) -> Option<u32> {
+        let mut best: Option<(u32, u64)> = None;
+        for &(_, s) in &self.rqs[rq as usize].tree {
+            if Some(s) == skip {
+                continue;
+            }
+            let h = self.tnodes[s as usize].hrrn_percent(now);
+            if best.is_none_or(|(_, b)| (h.wrapping_sub(b) as i64) < 0) {
+                best = Some((s, h));
+            }
+        }
+        best.map(|(s, _)| s)
+    }
+
+    /// The entity check_preempt_tick compares against: the leftmost, or
+    /// under TT the list's lowest HRRN.
+    fn tick_first(&self, rq: u32, now: Nanos) -> Option<u32> {
+        if self.tt.is_some() {
+            self.tt_first(rq, now, None)
+        } else {
+            self.rqs[rq as usize].tree.first().map(|&(_, s)| s)
+        }
+    }
+
+    /// detect_type's dedicated-CPU-bound bookkeeping for the task's CPU.
+    fn tt_type_changed(&mut self, cpu: CpuId, t: TaskId, change: Option<tt::TypeChange>) {
+        let Some(c) = change else {
+            return;
+        };
+        if !self.tt.as_ref().expect("tt").dedicated_cpu_bound {
+            return;
+        }
+        let d = &mut self.dedicated[cpu as usize];
+        if d.is_none() && c.new == TaskType::CpuBound {
+            *d = Some(t);
+        } else if *d == Some(t) && c.old == TaskType::CpuBound {
+            *d = None;
+        }
+    }
+
+    /// check_dedicated_cpu_bound: forget a dedicated task that is neither
+    /// running nor queued here any more.
+    fn tt_check_dedicated(&mut self, cpu: CpuId) {
+        if let Some(d) = self.dedicated[cpu as usize] {
+            let e = &self.ents[self.task_ent[d as usize] as usize];
+            if !(e.on_rq && e.rq == self.root(cpu)) {
+                self.dedicated[cpu as usize] = None;
+            }
+        }
+    }
+
+    /// The TT task type of `t` (tests, reports).
+    pub fn tt_type(&self, t: TaskId) -> Option<TaskType> {
+        self.tt.as_ref().map(|_| self.tnodes[self.task_ent[t as usize] as usize].task_type)
+    }
+
+    /// The CacULE interactivity score of `t` at `now` (tests, reports).
+    pub fn interactivity_score(&self, t: TaskId, now: Nanos) -> Option<u64> {
+        self.cacule.as_ref().map(|_| self.cacule_score(self.task_ent[t as usize], now))
+    }
+
     fn running_task(&self, cpu: CpuId) -> Option<TaskId> {
         let mut rq = self.root(cpu);
         loop {
