@@ -207,6 +207,7 @@ fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(
         SchedPolicy::Normal => sys::set_policy(tid, libc::SCHED_OTHER, 0, "SCHED_OTHER")?,
         SchedPolicy::Batch => sys::set_policy(tid, libc::SCHED_BATCH, 0, "SCHED_BATCH")?,
         SchedPolicy::Idle => sys::set_policy(tid, libc::SCHED_IDLE, 0, "SCHED_IDLE")?,
+        SchedPolicy::Iso => unreachable!("SCHED_ISO is refused before any thread starts"),
         SchedPolicy::Fifo(p) => sys::set_policy(tid, libc::SCHED_FIFO, p as i32, "SCHED_FIFO")?,
         SchedPolicy::Rr(p) => sys::set_policy(tid, libc::SCHED_RR, p as i32, "SCHED_RR")?,
     }
@@ -407,6 +408,14 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     let want = w.nr_cpus();
     if want as usize > allowed.len() {
         return Err(HostError::TooManyCpus { want, have: allowed.len() });
+    }
+    if let Some(t) = w.tasks.iter().find(|t| t.policy == SchedPolicy::Iso) {
+        return Err(HostError::Attribute {
+            task: t.name.clone(),
+            message: "policy \"iso\" (SCHED_ISO) exists only in BFS and MuQSS (-ck) kernels and this kernel has \
+                      none: run it in the simulation, or use policy \"normal\" on the host"
+                .into(),
+        });
     }
     let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
     let kernel = info::read();

@@ -198,3 +198,24 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     assert!(r.host.unwrap().notes.iter().any(|n| n.contains("interrupted")));
     assert!(leftovers("left").is_empty());
 }
+
+#[test]
+fn sched_iso_is_refused_before_any_thread_starts() {
+    let w = workload(
+        r#"
+duration = "100ms"
+[machine]
+cpus = 1
+[[task]]
+name = "player"
+policy = "iso"
+program = [ { run = "1ms" } ]
+"#,
+    );
+    let Err(err) = run(&w, &HostOptions::default()) else {
+        panic!("a SCHED_ISO task ran on a kernel without SCHED_ISO");
+    };
+    assert!(matches!(err, HostError::Attribute { .. }), "{err}");
+    assert!(err.to_string().contains("SCHED_ISO") && err.to_string().contains("player"), "{err}");
+    assert_eq!(task_threads(), 0);
+}

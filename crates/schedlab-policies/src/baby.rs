@@ -204,7 +204,7 @@ impl Policy for Baby {
         if cp == SchedPolicy::Idle && wp != SchedPolicy::Idle {
             return true;
         }
-        if wp != SchedPolicy::Normal || sys.task(woken).nice > sys.task(curr).nice {
+        if !matches!(wp, SchedPolicy::Normal | SchedPolicy::Iso) || sys.task(woken).nice > sys.task(curr).nice {
             return false;
         }
         self.tasks[woken as usize].deadline < self.tasks[curr as usize].deadline
@@ -254,7 +254,9 @@ impl Policy for Baby {
     }
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
-        common::no_groups("baby", sys)
+        let mut out = common::no_groups("baby", sys);
+        out.extend(common::no_iso("baby", sys));
+        out
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {

@@ -20,9 +20,16 @@
 //!   priority, latest deadline task, preempted when the woken task's deadline
 //!   is earlier. A preempted task that stays runnable kicks an idle CPU.
 //! - SCHED_IDLE tasks run as SCHED_IDLEPRIO: after every normal task.
+//! - SCHED_ISO tasks (`policy = "iso"`) are queued at ISO_PRIO, FIFO among
+//!   themselves and ahead of every normal task, while the machine's ISO
+//!   CPU use (iso_ticks: +100 a tick an ISO task runs, -(iso_ticks /
+//!   ISO_PERIOD + 1) a tick on a CPU running something else, ISO_PERIOD =
+//!   5 s of ticks x CPUs + 1) stays within sched_iso_cpu (70%); above it
+//!   they are "refractory" and run as SCHED_NORMAL until it falls under 90%
+//!   of the limit. This is the grq accounting of bfs.c (0.4xx-0.5xx).
 //!
-//! Left out: SCHED_ISO (the workload format has no ISO policy; schedlab's
-//! rt class serves FIFO/RR), SMT_NICE, CPU frequency scaling ("sticky"/
+//! Left out: real-time tasks count as ISO time in BFS, but schedlab's rt
+//! class runs them outside the policy, so they do not; SMT_NICE, CPU frequency scaling ("sticky"/
 //! scaling_rq), the skiplist's O(log n) cost model (a BTreeSet gives the
 //! same order).
 
@@ -57,6 +64,97 @@ pub fn timeslice_ns(rr_interval_ms: u64) -> u64 {
 struct DeadlineTask {
     deadline: u64,
     time_slice: i64,
+    /// p->prio == ISO_PRIO: a SCHED_ISO task queued while ISO was allowed.
+    iso_prio: bool,
+}
+
+/// The key ISO_PRIO tasks are queued under: before every deadline.
+const ISO_KEY: u64 = 0;
+
+/// What the tick does about SCHED_ISO.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IsoAction {
+    None,
+    /// The limit was hit while an ISO task ran as ISO: zero its slice.
+    Expire,
+    /// ISO is allowed again for a task running as normal: reschedule.
+    Resched,
+}
+
+/// SCHED_ISO's CPU limit: BFS keeps one for the machine (linear decay,
+/// ISO_PERIOD scaled by CPU count), MuQSS one per runqueue (exponential
+/// decay over 5 s of ticks).
+#[derive(Clone, Debug)]
+pub struct IsoLimit {
+    ticks: i64,
+    pub refractory: bool,
+    period: i64,
+    iso_cpu: i64,
+    per_rq: bool,
+}
+
+impl IsoLimit {
+    pub fn bfs(hz: u32, nr_cpus: u32, iso_cpu: i64) -> IsoLimit {
+        IsoLimit { ticks: 0, refractory: false, period: 5 * hz as i64 * nr_cpus as i64 + 1, iso_cpu, per_rq: false }
+    }
+
+    pub fn muqss(hz: u32, iso_cpu: i64) -> IsoLimit {
+        IsoLimit { ticks: 0, refractory: false, period: 5 * hz as i64, iso_cpu, per_rq: true }
+    }
+
+    fn low_water(&self) -> i64 {
+        self.period * (self.iso_cpu * 115 / 128)
+    }
+
+    /// One tick of a CPU running a task: `iso_policy` is SCHED_ISO,
+    /// `iso_prio` whether it runs at ISO_PRIO.
+    pub fn tick(&mut self, iso_policy: bool, iso_prio: bool) -> IsoAction {
+        let p = self.period;
+        if self.per_rq {
+            // MuQSS iso_tick / no_iso_tick(rq, 1).
+            if iso_prio {
+                self.ticks = self.ticks * (p - 1) / p + 100;
+                if self.ticks > p * self.iso_cpu {
+                    self.refractory = true;
+                    self.ticks = self.ticks.min(p * 100);
+                }
+            } else if self.ticks > 0 || self.refractory {
+                self.ticks = self.ticks * (p - 1) / p;
+                if self.ticks < self.low_water() {
+                    self.refractory = false;
+                    self.ticks = self.ticks.max(0);
+                }
+            }
+            return match (iso_policy, iso_prio, self.refractory) {
+                (true, true, true) => IsoAction::Expire,
+                (true, false, false) => IsoAction::Resched,
+                _ => IsoAction::None,
+            };
+        }
+        // BFS task_running_tick: iso_tick / no_iso_tick, then
+        // test_ret_isorefractory for an ISO task.
+        if iso_policy && !self.refractory {
+            if self.ticks <= p * 128 - 128 {
+                self.ticks += 100;
+            }
+        } else if self.ticks > 0 {
+            self.ticks -= self.ticks / p + 1;
+            if self.refractory && self.ticks < self.low_water() {
+                self.refractory = false;
+            }
+        }
+        if iso_policy {
+            if !self.refractory {
+                self.refractory = self.ticks > p * self.iso_cpu;
+            } else if self.ticks < self.low_water() {
+                self.refractory = false;
+            }
+            if self.refractory && iso_prio {
+                return IsoAction::Expire;
+            }
+        }
+        IsoAction::None
+    }
 }
 
 /// What BFS and MuQSS share: rr_interval slices, nice-scaled virtual
@@ -85,6 +183,13 @@ impl VirtualDeadlines {
                 help: "ms every task runs before its deadline is renewed (/proc/sys/kernel/rr_interval)",
             },
             TunableSpec { name: "interactive", value: 1, min: 0, max: 1, help: interactive_help },
+            TunableSpec {
+                name: "sched_iso_cpu",
+                value: 70,
+                min: 0,
+                max: 100,
+                help: "% of CPU SCHED_ISO tasks may use (over 5 s) before they run as SCHED_NORMAL",
+            },
         ];
         common::apply_tunables(policy, &mut tun, &w.tunables)?;
         Ok(VirtualDeadlines {
@@ -112,6 +217,41 @@ impl VirtualDeadlines {
         sys.task(t).policy == SchedPolicy::Idle
     }
 
+    pub fn iso_cpu(&self) -> i64 {
+        common::value_of(&self.tun, "sched_iso_cpu")
+    }
+
+    /// enqueue_task's prio: ISO_PRIO for a SCHED_ISO task while the limit
+    /// allows (isoprio_suitable), else the normal level.
+    pub fn set_iso_prio(&mut self, sys: &Sys, t: TaskId, suitable: bool) {
+        self.tasks[t as usize].iso_prio = sys.task(t).policy == SchedPolicy::Iso && suitable;
+    }
+
+    pub fn iso_prio(&self, t: TaskId) -> bool {
+        self.tasks[t as usize].iso_prio
+    }
+
+    /// The tick's SCHED_ISO bookkeeping for the task running on a CPU;
+    /// zeroes its slice when the limit was hit.
+    pub fn iso_tick(&mut self, sys: &Sys, limit: &mut IsoLimit, curr: TaskId) -> IsoAction {
+        let action = limit.tick(sys.task(curr).policy == SchedPolicy::Iso, self.iso_prio(curr));
+        if action == IsoAction::Expire {
+            self.expire_now(curr);
+        }
+        action
+    }
+
+    /// Priority class: 0 ISO_PRIO, 1 normal, 2 idleprio.
+    fn class(&self, sys: &Sys, t: TaskId) -> u8 {
+        if self.tasks[t as usize].iso_prio {
+            0
+        } else if Self::is_idleprio(sys, t) {
+            2
+        } else {
+            1
+        }
+    }
+
     pub fn time_slice(&self, t: TaskId) -> i64 {
         self.tasks[t as usize].time_slice
     }
@@ -126,10 +266,17 @@ impl VirtualDeadlines {
     }
 
     /// The queue key: the deadline, with `idle_mask` set for IDLEPRIO tasks
-    /// so that they sort after every normal one.
+    /// so that they sort after every normal one; ISO_PRIO tasks by priority
+    /// alone, FIFO.
     pub fn key(&self, sys: &Sys, t: TaskId, idle_mask: u64) -> u64 {
         let d = self.tasks[t as usize].deadline;
-        if Self::is_idleprio(sys, t) { d | idle_mask } else { d }
+        if self.tasks[t as usize].iso_prio {
+            ISO_KEY
+        } else if Self::is_idleprio(sys, t) {
+            d | idle_mask
+        } else {
+            d
+        }
     }
 
     /// time_slice_expired: a full slice and a new deadline from now.
@@ -147,19 +294,19 @@ impl VirtualDeadlines {
         }
     }
 
-    /// The priority class a CPU runs at, lower is better: normal 0,
-    /// idleprio 1, an idle CPU 2 (PRIO_LIMIT); then its task's deadline.
+    /// The priority class a CPU runs at, lower is better: ISO 0, normal 1,
+    /// idleprio 2, an idle CPU 3 (PRIO_LIMIT); then its task's deadline.
     pub fn rq_prio(&self, sys: &Sys, cpu: CpuId) -> (u8, u64) {
         match self.curr[cpu as usize] {
-            None => (2, u64::MAX),
-            Some(c) => (Self::is_idleprio(sys, c) as u8, self.tasks[c as usize].deadline),
+            None => (3, u64::MAX),
+            Some(c) => (self.class(sys, c), self.tasks[c as usize].deadline),
         }
     }
 
     /// can_preempt: a better class, or an earlier deadline in the same one
     /// (never for SCHED_BATCH).
     pub fn can_preempt(&self, sys: &Sys, p: TaskId, rq: (u8, u64)) -> bool {
-        let prio = Self::is_idleprio(sys, p) as u8;
+        let prio = self.class(sys, p);
         if prio != rq.0 {
             return prio < rq.0;
         }
@@ -180,6 +327,7 @@ pub struct Bfs {
     queue: KeyedQueues,
     last_tick: Vec<Nanos>,
     dither: Vec<bool>,
+    iso: IsoLimit,
 }
 
 impl Bfs {
@@ -191,6 +339,7 @@ impl Bfs {
         )?;
         let n = w.nr_cpus() as usize;
         Ok(Bfs {
+            iso: IsoLimit::bfs(w.machine.hz, w.nr_cpus(), dl.iso_cpu()),
             dl,
             half_jiffy: 500_000_000 / w.machine.hz as Nanos,
             queue: KeyedQueues::new(1),
@@ -200,6 +349,7 @@ impl Bfs {
     }
 
     fn enqueue_task(&mut self, sys: &Sys, t: TaskId) {
+        self.dl.set_iso_prio(sys, t, !self.iso.refractory);
         self.queue.insert(0, t, self.dl.key(sys, t, IDLEPRIO_KEY));
     }
 
@@ -311,6 +461,7 @@ impl Policy for Bfs {
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
         // task_running_tick, then rq->last_tick = now.
+        self.dl.iso_tick(sys, &mut self.iso, curr);
         let left = self.dl.time_slice(curr);
         let expire = if self.dither[cpu as usize] {
             if left > self.half_jiffy as i64 {

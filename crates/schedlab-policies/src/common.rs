@@ -2,6 +2,7 @@
 //! names, CPU locality as BFS/MuQSS/Project C rank it, one-shot per-CPU
 //! slice timers (hrtick / hrexpiry) and key-ordered runqueues.
 
+use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -109,6 +110,16 @@ impl SliceTimers {
 pub fn no_groups(policy: &str, sys: &Sys) -> Vec<String> {
     if sys.groups.len() > 1 {
         vec![format!("cgroups (cpu.weight, cpu.max): {policy} has no group scheduling, so the groups were ignored")]
+    } else {
+        Vec::new()
+    }
+}
+
+/// SCHED_ISO tasks under a policy without it run as SCHED_NORMAL; the
+/// report says so.
+pub fn no_iso(policy: &str, sys: &Sys) -> Vec<String> {
+    if sys.tasks.iter().any(|t| t.policy == SchedPolicy::Iso) {
+        vec![format!("SCHED_ISO: {policy} has no SCHED_ISO (only bfs and muqss do), so iso tasks ran as SCHED_NORMAL")]
     } else {
         Vec::new()
     }

@@ -139,7 +139,7 @@ impl ProjectC {
 
     fn boost(&mut self, sys: &Sys, t: TaskId) {
         let limit = match sys.task(t).policy {
-            SchedPolicy::Normal => -MAX_PRIORITY_ADJ,
+            SchedPolicy::Normal | SchedPolicy::Iso => -MAX_PRIORITY_ADJ,
             SchedPolicy::Batch => 0,
             _ => return,
         };
@@ -383,7 +383,9 @@ impl Policy for ProjectC {
     }
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
-        common::no_groups(self.name(), sys)
+        let mut out = common::no_groups(self.name(), sys);
+        out.extend(common::no_iso(self.name(), sys));
+        out
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {

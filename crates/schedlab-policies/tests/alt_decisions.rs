@@ -223,3 +223,42 @@ fn cacule_and_tt_order_nice_levels() {
     let ratio = share_of(&r, "n0") / share_of(&r, "n5");
     assert!((0.8..=1.25).contains(&ratio), "tt: {ratio:.2}");
 }
+
+#[test]
+fn sched_iso_runs_ahead_of_normal_tasks_up_to_sched_iso_cpu() {
+    // A SCHED_ISO hog beside a normal hog on one CPU for 20 s: ISO_PRIO
+    // runs it alone until its ISO time passes 70% (then it runs as normal
+    // until it is back under 90% of that), so it gets somewhat above 70%.
+    let w = workload(
+        r#"
+duration = "20s"
+[machine]
+cpus = 1
+[[task]]
+name = "iso"
+policy = "iso"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "normal"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    for sched in ["bfs", "muqss"] {
+        let r = run_checked(&w, sched);
+        let iso = share_of(&r, "iso");
+        assert!((70.0..=90.0).contains(&iso), "{sched}: the ISO hog got {iso:.1}%");
+        assert!(r.absent.is_empty(), "{sched}: {:?}", r.absent);
+    }
+    // With sched_iso_cpu = 0 the first ISO tick makes it refractory: the
+    // two hogs share as normal tasks.
+    let mut none = w.clone();
+    none.tunables.insert("sched_iso_cpu".into(), 0);
+    for sched in ["bfs", "muqss"] {
+        let r = run_checked(&none, sched);
+        assert!((share_of(&r, "iso") - 50.0).abs() < 3.0, "{sched}: {:.1}%", share_of(&r, "iso"));
+    }
+    // Everyone else runs SCHED_ISO as SCHED_NORMAL and says so.
+    let r = run_checked(&w, "cfs");
+    assert!((share_of(&r, "iso") - 50.0).abs() < 2.0);
+    assert!(r.absent.iter().any(|a| a.contains("SCHED_ISO")), "{:?}", r.absent);
+}

@@ -877,6 +877,7 @@ impl SchedPolicy {
             SchedPolicy::Normal => "SCHED_NORMAL",
             SchedPolicy::Batch => "SCHED_BATCH",
             SchedPolicy::Idle => "SCHED_IDLE",
+            SchedPolicy::Iso => "SCHED_ISO",
             SchedPolicy::Fifo(_) => "SCHED_FIFO",
             SchedPolicy::Rr(_) => "SCHED_RR",
         }

@@ -29,6 +29,9 @@ pub enum SchedPolicy {
     Normal,
     Batch,
     Idle,
+    /// SCHED_ISO (BFS and MuQSS): soft real-time for unprivileged users,
+    /// limited to sched_iso_cpu of the CPU; SCHED_NORMAL elsewhere.
+    Iso,
     /// SCHED_FIFO with its rt priority 1..99.
     Fifo(u8),
     /// SCHED_RR with its rt priority 1..99.
@@ -418,6 +421,7 @@ impl Workload {
                 ("normal" | "other", None) => SchedPolicy::Normal,
                 ("batch", None) => SchedPolicy::Batch,
                 ("idle", None) => SchedPolicy::Idle,
+                ("iso", None) => SchedPolicy::Iso,
                 ("fifo" | "rr", None) => {
                     return Err(here("policy fifo and rr need rt_priority = 1..99".into()));
                 }

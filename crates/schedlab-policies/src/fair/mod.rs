@@ -1724,7 +1724,7 @@ impl Policy for Fair {
         if curr_idle && !woken_idle {
             return true;
         }
-        if curr_idle != woken_idle || wp != SchedPolicy::Normal {
+        if curr_idle != woken_idle || !matches!(wp, SchedPolicy::Normal | SchedPolicy::Iso) {
             return false;
         }
         let (se, pse) = self.matching(self.task_ent[curr as usize], pse0);
@@ -1905,7 +1905,11 @@ impl Policy for Fair {
     }
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
-        if self.flat { crate::common::no_groups("tt", sys) } else { Vec::new() }
+        let mut out = crate::common::no_iso(self.name(), sys);
+        if self.flat {
+            out.extend(crate::common::no_groups("tt", sys));
+        }
+        out
     }
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
