@@ -547,14 +547,18 @@ fn select_idle_sibling(sys: &Sys, t: TaskId, prev: CpuId, target: CpuId) -> CpuI
     };
     if sys.topology.threads_per_core > 1 {
         // select_idle_core: a core whose every thread is idle.
-        if let Some(c) = scan(&|c| sys.topology.siblings(c).all(|s| sys.idle(s))) {
+        if sys.llc_has_idle_core(target)
+            && let Some(c) = scan(&|c| sys.topology.siblings(c).all(|s| sys.idle(s)))
+        {
             return c;
         }
         if let Some(c) = sys.topology.siblings(target).find(|&s| sys.idle(s) && sys.allowed(t, s)) {
             return c;
         }
     }
-    if let Some(c) = scan(&|c| sys.idle(c)) {
+    if sys.llc_has_idle_cpu(target)
+        && let Some(c) = scan(&|c| sys.idle(c))
+    {
         return c;
     }
     if sys.allowed(t, target) { target } else { prev }

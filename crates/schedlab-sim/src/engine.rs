@@ -392,7 +392,7 @@ impl<'w> Engine<'w> {
         let info = &mut self.sys.tasks[t as usize];
         info.cpu = cpu;
         info.state = TaskState::Runnable;
-        self.sys.cpus[cpu as usize].nr_running += 1;
+        self.sys.inc_running(cpu);
         let prog = &mut self.progs[t as usize];
         prog.runnable_since = now;
         // Wakeup latency counts wakeups from sleep, as cyclictest does; a
@@ -625,7 +625,7 @@ impl<'w> Engine<'w> {
 
     fn dequeue_running(&mut self, cpu: CpuId, t: TaskId, why: Dequeue) {
         self.sync(cpu);
-        self.sys.cpus[cpu as usize].nr_running -= 1;
+        self.sys.dec_running(cpu);
         if self.is_rt(t) {
             self.sys.cpus[cpu as usize].nr_rt -= 1;
             self.rt.dequeue(cpu, t);
@@ -796,6 +796,7 @@ impl<'w> Engine<'w> {
                 )));
             }
         }
+        self.sys.check_idle_counts().map_err(SimError::Invariant)?;
         self.policy.check_invariants(&self.sys).map_err(SimError::Invariant)
     }
 

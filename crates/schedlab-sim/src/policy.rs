@@ -95,6 +95,12 @@ pub struct Sys {
     pub(crate) resched_mask: Vec<bool>,
     pub(crate) timers: Vec<(Nanos, u64)>,
     pub(crate) migrations: u64,
+    /// Idle CPUs per LLC, busy threads per core and fully idle cores per
+    /// LLC, kept with nr_running so that idle searches can skip a busy LLC
+    /// in O(1) (the answer is the same as scanning it).
+    idle_in_llc: Vec<u32>,
+    busy_in_core: Vec<u32>,
+    idle_cores_in_llc: Vec<u32>,
 }
 
 impl Sys {
@@ -107,12 +113,73 @@ impl Sys {
             tasks: Vec::new(),
             cpus: vec![CpuInfo::default(); nr_cpus as usize],
             groups,
-            topology,
             resched: Vec::new(),
             resched_mask: vec![false; nr_cpus as usize],
             timers: Vec::new(),
             migrations: 0,
+            idle_in_llc: vec![topology.threads_per_core * topology.cores_per_llc; topology.llcs as usize],
+            busy_in_core: vec![0; (topology.llcs * topology.cores_per_llc) as usize],
+            idle_cores_in_llc: vec![topology.cores_per_llc; topology.llcs as usize],
+            topology,
         }
+    }
+
+    /// nr_running += 1, keeping the idle counts.
+    pub(crate) fn inc_running(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu as usize];
+        c.nr_running += 1;
+        if c.nr_running == 1 {
+            let (llc, core) = (self.topology.llc_of(cpu) as usize, self.topology.core_of(cpu) as usize);
+            self.idle_in_llc[llc] -= 1;
+            self.busy_in_core[core] += 1;
+            if self.busy_in_core[core] == 1 {
+                self.idle_cores_in_llc[llc] -= 1;
+            }
+        }
+    }
+
+    /// nr_running -= 1, keeping the idle counts.
+    pub(crate) fn dec_running(&mut self, cpu: CpuId) {
+        let c = &mut self.cpus[cpu as usize];
+        c.nr_running -= 1;
+        if c.nr_running == 0 {
+            let (llc, core) = (self.topology.llc_of(cpu) as usize, self.topology.core_of(cpu) as usize);
+            self.idle_in_llc[llc] += 1;
+            self.busy_in_core[core] -= 1;
+            if self.busy_in_core[core] == 0 {
+                self.idle_cores_in_llc[llc] += 1;
+            }
+        }
+    }
+
+    pub(crate) fn check_idle_counts(&self) -> Result<(), String> {
+        for cpu in 0..self.nr_cpus {
+            let llc = self.topology.llc_cpus(cpu);
+            let idle = llc.clone().filter(|&c| self.idle(c)).count() as u32;
+            let idle_cores = llc
+                .clone()
+                .step_by(self.topology.threads_per_core as usize)
+                .filter(|&c| self.topology.siblings(c).all(|s| self.idle(s)))
+                .count() as u32;
+            let l = self.topology.llc_of(cpu) as usize;
+            if idle != self.idle_in_llc[l] || idle_cores != self.idle_cores_in_llc[l] {
+                return Err(format!(
+                    "LLC {l}: {idle} idle CPUs and {idle_cores} idle cores, counted {} and {}",
+                    self.idle_in_llc[l], self.idle_cores_in_llc[l]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the LLC of `cpu` has an idle CPU.
+    pub fn llc_has_idle_cpu(&self, cpu: CpuId) -> bool {
+        self.idle_in_llc[self.topology.llc_of(cpu) as usize] > 0
+    }
+
+    /// Whether the LLC of `cpu` has a core whose every thread is idle.
+    pub fn llc_has_idle_core(&self, cpu: CpuId) -> bool {
+        self.idle_cores_in_llc[self.topology.llc_of(cpu) as usize] > 0
     }
 
     pub fn task(&self, t: TaskId) -> &TaskInfo {
@@ -147,8 +214,8 @@ impl Sys {
             return;
         }
         if matches!(self.tasks[t as usize].state, TaskState::Runnable) {
-            self.cpus[from as usize].nr_running -= 1;
-            self.cpus[to as usize].nr_running += 1;
+            self.dec_running(from);
+            self.inc_running(to);
         }
         self.tasks[t as usize].cpu = to;
         self.migrations += 1;
