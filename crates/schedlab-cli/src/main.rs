@@ -1,5 +1,6 @@
 //! `schedlab`: run a workload on simulated schedulers, side by side.
 
+mod bench;
 mod render;
 mod scenarios;
 
@@ -10,7 +11,6 @@ use schedlab_policies::POLICIES;
 use schedlab_sim::time::parse_duration;
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
 use std::collections::BTreeMap;
-use std::time::Instant;
 
 #[derive(Parser)]
 #[command(
@@ -91,7 +91,7 @@ fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
 }
 
 #[derive(Args)]
-struct Common {
+pub(crate) struct Common {
     /// Workload TOML file, or the name of a built-in scenario.
     workload: String,
     /// Seed for the workload's random durations.
@@ -131,7 +131,7 @@ fn parse_kv(s: &str) -> Result<(String, i64), String> {
     Ok((k.trim().to_string(), value))
 }
 
-fn load_workload(c: &Common) -> Result<Workload> {
+pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
     let ov = Overrides {
         cpus: c.cpus,
         duration: c.duration,
@@ -162,7 +162,7 @@ fn load_workload(c: &Common) -> Result<Workload> {
     Ok(w)
 }
 
-fn simulate(w: &Workload, sched: &str) -> Result<Report> {
+pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
     let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
     let engine = Engine::new(w, policy, EngineOptions::default());
     engine.run().map_err(|e| anyhow!("{sched}: {e}"))
@@ -248,7 +248,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::List => list(),
-        Command::Bench { quick } => bench(quick)?,
+        Command::Bench { quick } => bench::run(quick)?,
     }
     Ok(())
 }
@@ -276,34 +276,7 @@ fn list() {
     }
 }
 
-fn bench(quick: bool) -> Result<()> {
-    let scale = if quick { 5 } else { 1 };
-    let cases: Vec<(&str, Common)> = vec![
-        ("thread-test N=4096, 1 CPU busy", common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale)),
-        ("jitter-under-load, 8 CPUs", common("jitter-under-load", &[], 2_000_000_000 / scale)),
-        ("mixed-64: 64 CPUs, 2,000 tasks", common("mixed-64", &[], 1_000_000_000 / scale)),
-    ];
-    println!("{:<34} {:<7} {:>12} {:>14} {:>16}", "workload", "sched", "events", "events/s", "sim s / wall s");
-    for (label, c) in cases {
-        let w = load_workload(&c)?;
-        for p in POLICIES {
-            let start = Instant::now();
-            let r = simulate(&w, p.name)?;
-            let wall = start.elapsed().as_secs_f64();
-            println!(
-                "{:<34} {:<7} {:>12} {:>14.0} {:>16.2}",
-                label,
-                p.name,
-                r.totals.events,
-                r.totals.events as f64 / wall,
-                r.duration_ns as f64 / 1e9 / wall
-            );
-        }
-    }
-    Ok(())
-}
-
-fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> Common {
+pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> Common {
     Common {
         workload: workload.to_string(),
         seed: None,

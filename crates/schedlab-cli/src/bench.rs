@@ -1,0 +1,173 @@
+//! `schedlab bench`: simulation speed (events per second, nanoseconds per
+//! event, simulated seconds per wall second) and memory (peak bytes per
+//! task) for every policy, on the standard workloads and on a task-count
+//! sweep that shows how the cost per event grows, plus the speed-up of
+//! `compare` from one thread to all.
+
+use crate::{Common, common, load_workload, simulate};
+use anyhow::{Result, anyhow};
+use rayon::prelude::*;
+use schedlab_policies::POLICIES;
+use schedlab_sim::{Overrides, Workload};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::time::Instant;
+
+/// The system allocator, counting live and peak bytes so a run's memory
+/// can be reported per task.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counters are only statistics.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                let now = LIVE.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
+                PEAK.fetch_max(now, Relaxed);
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Policies whose pick is O(queued tasks) by design, as in their source.
+const LINEAR_PICKS: &[(&str, &str)] = &[
+    ("bfs", "earliest_deadline_task walks the global queue past tasks other CPUs cannot take"),
+    ("cacule", "pick_next_entity scans the cfs_rq list for the best interactivity score"),
+    ("tt", "__pick_first_entity scans the cfs_rq list for the best HRRN"),
+    ("baby", "pick_next_entity scans the per-CPU list for the earliest deadline"),
+];
+
+struct Measured {
+    events: u64,
+    wall: f64,
+    sim_s: f64,
+    bytes_per_task: f64,
+}
+
+fn measure(w: &Workload, sched: &str, tasks: usize) -> Result<Measured> {
+    let base = LIVE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    let start = Instant::now();
+    let r = simulate(w, sched)?;
+    let wall = start.elapsed().as_secs_f64();
+    let peak = PEAK.load(Relaxed).saturating_sub(base);
+    Ok(Measured {
+        events: r.totals.events,
+        wall,
+        sim_s: r.duration_ns as f64 / 1e9,
+        bytes_per_task: peak as f64 / tasks.max(1) as f64,
+    })
+}
+
+fn row(label: &str, sched: &str, m: &Measured) {
+    println!(
+        "{:<34} {:<7} {:>10} {:>12.0} {:>9.0} {:>10.2} {:>10.0}",
+        label,
+        sched,
+        m.events,
+        m.events as f64 / m.wall,
+        m.wall * 1e9 / m.events.max(1) as f64,
+        m.sim_s / m.wall,
+        m.bytes_per_task
+    );
+}
+
+/// `tasks` tasks on 256 CPUs, each running exp(100us) bursts between
+/// sleeps of exp(tasks x 4us): about 25 CPUs' worth of demand whatever the
+/// count, so the event mix stays the same while the queues grow.
+fn scaling_workload(tasks: u32, duration_ns: u64) -> Result<Workload> {
+    let text = format!(
+        r#"
+name = "scaling-{tasks}"
+duration = "{duration_ns}ns"
+[machine]
+topology = "4x32x2"
+[[task]]
+name = "t"
+count = {tasks}
+program = [ {{ loop = "forever", body = [ {{ run = "exp(100us)" }}, {{ sleep = "exp({}us)" }} ] }} ]
+"#,
+        tasks as u64 * 4
+    );
+    Workload::from_toml(&text, "bench-scaling.toml", &Overrides::default()).map_err(|e| anyhow!("{e}"))
+}
+
+pub fn run(quick: bool) -> Result<()> {
+    let scale = if quick { 5 } else { 1 };
+    println!(
+        "{:<34} {:<7} {:>10} {:>12} {:>9} {:>10} {:>10}",
+        "workload", "sched", "events", "events/s", "ns/event", "sim/wall", "bytes/task"
+    );
+    let cases: Vec<(&str, Common)> = vec![
+        ("thread-test N=4096, 1 CPU busy", common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale)),
+        ("jitter-under-load, 8 CPUs", common("jitter-under-load", &[], 2_000_000_000 / scale)),
+        ("mixed-64: 64 CPUs, 2,000 tasks", common("mixed-64", &[], 1_000_000_000 / scale)),
+    ];
+    for (label, c) in &cases {
+        let w = load_workload(c)?;
+        let tasks = w.tasks.iter().map(|t| t.count as usize).sum();
+        for p in POLICIES {
+            row(label, p.name, &measure(&w, p.name, tasks)?);
+        }
+    }
+    println!();
+    println!("cost per event as tasks grow (256 CPUs, ~25 CPUs of demand):");
+    let counts: &[u32] = if quick { &[100, 1_000, 10_000] } else { &[100, 1_000, 10_000, 100_000] };
+    for p in POLICIES {
+        for &n in counts {
+            let w = scaling_workload(n, 1_000_000_000 / scale)?;
+            row(&format!("scaling: {n} tasks"), p.name, &measure(&w, p.name, n as usize)?);
+        }
+    }
+    println!();
+    for (name, why) in LINEAR_PICKS {
+        println!("{name}: O(n) per pick by design: {why}");
+    }
+    println!();
+    compare_speedup(&load_workload(&cases[2].1)?)
+}
+
+/// `compare` runs the policies in parallel: time all of them on one
+/// thread and on every core.
+fn compare_speedup(w: &Workload) -> Result<()> {
+    let all = |threads: usize| -> Result<f64> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
+        let start = Instant::now();
+        pool.install(|| POLICIES.par_iter().map(|p| simulate(w, p.name).map(|_| ())).collect::<Result<Vec<_>>>())?;
+        Ok(start.elapsed().as_secs_f64())
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let one = all(1)?;
+    let many = all(cores)?;
+    println!(
+        "compare mixed-64, all {} policies: {one:.2} s on 1 thread, {many:.2} s on {cores} threads (x{:.2})",
+        POLICIES.len(),
+        one / many
+    );
+    Ok(())
+}
