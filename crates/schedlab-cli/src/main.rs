@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 use schedlab_policies::POLICIES;
 use schedlab_sim::time::parse_duration;
+use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
 use std::collections::BTreeMap;
 
@@ -55,6 +56,22 @@ enum Command {
         common: Common,
         #[command(flatten)]
         host_opts: HostArgs,
+    },
+    /// Write the simulated schedule as a trace: ftrace text (as tracefs's
+    /// `trace` file prints it) or Chrome/Perfetto JSON, one track per CPU.
+    Trace {
+        #[command(flatten)]
+        common: Common,
+        /// Scheduler to simulate (see `schedlab list`).
+        #[arg(long, default_value = "eevdf")]
+        sched: String,
+        /// Output file; the format follows its extension (.json: Perfetto)
+        /// unless --format says otherwise.
+        #[arg(short, long)]
+        output: std::path::PathBuf,
+        /// ftrace or perfetto.
+        #[arg(long)]
+        format: Option<String>,
     },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
@@ -200,6 +217,32 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
             }
+        }
+        Command::Trace { common, sched, output, format } => {
+            let w = load_workload(&common)?;
+            let format = match format.as_deref() {
+                Some("ftrace") => TraceFormat::Ftrace,
+                Some("perfetto" | "json") => TraceFormat::Perfetto,
+                Some(other) => bail!("unknown trace format '{other}': use ftrace or perfetto"),
+                None if output.extension().is_some_and(|e| e == "json") => TraceFormat::Perfetto,
+                None => TraceFormat::Ftrace,
+            };
+            let file = std::fs::File::create(&output).with_context(|| {
+                format!("cannot create {}: check the directory exists and is writable", output.display())
+            })?;
+            let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), format);
+            let policy = schedlab_policies::build(&sched, &w).map_err(|e| anyhow!(e))?;
+            let report = Engine::new(&w, policy, EngineOptions::default())
+                .with_observer(&mut writer)
+                .run()
+                .map_err(|e| anyhow!("{sched}: {e}"))?;
+            writer.finish(report.duration_ns).with_context(|| format!("writing {}", output.display()))?;
+            eprintln!(
+                "{} context switches of {sched} on {} written to {}",
+                report.totals.context_switches,
+                w.name,
+                output.display()
+            );
         }
         Command::Host { common, host_opts } => {
             let w = load_workload(&common)?;

@@ -215,9 +215,26 @@ impl<'w> Engine<'w> {
     }
 
     fn observe(&mut self, ev: TraceEvent) {
+        self.observe_moves();
         if let Some(obs) = self.observer.as_mut() {
             obs.event(self.sys.now, &self.sys, ev);
         }
+    }
+
+    /// Tell the observer of the queued tasks the policy moved, before
+    /// whatever the engine reports next.
+    fn observe_moves(&mut self) {
+        if self.sys.moved.is_empty() {
+            return;
+        }
+        let moved = std::mem::take(&mut self.sys.moved);
+        if let Some(obs) = self.observer.as_mut() {
+            for &(task, from, to) in &moved {
+                obs.event(self.sys.now, &self.sys, TraceEvent::Migrate { task, from, to });
+            }
+        }
+        self.sys.moved = moved;
+        self.sys.moved.clear();
     }
 
     fn create_task(&mut self, spec_id: TaskSpecId, parent: Option<TaskId>) -> TaskId {
@@ -309,6 +326,7 @@ impl<'w> Engine<'w> {
 
     /// Apply what the policy asked for: timers and reschedules.
     fn drain_requests(&mut self) {
+        self.observe_moves();
         loop {
             for (at, token) in std::mem::take(&mut self.sys.timers) {
                 self.push(at, Kind::PolicyTimer(token));
@@ -740,7 +758,6 @@ impl<'w> Engine<'w> {
                 let prio = rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
                 self.sys.migrate(t, cpu);
                 self.stats[t as usize].migrations += 1;
-                self.observe(TraceEvent::Migrate { task: t, from, to: cpu });
                 self.rt.enqueue(cpu, t, prio);
             }
         }

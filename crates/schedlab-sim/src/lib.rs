@@ -9,6 +9,7 @@ pub mod report;
 mod rt;
 pub mod time;
 pub mod topology;
+pub mod trace_out;
 pub mod workload;
 
 pub use engine::{Engine, EngineOptions, Observer, SimError, TraceEvent};

@@ -95,6 +95,8 @@ pub struct Sys {
     pub(crate) resched_mask: Vec<bool>,
     pub(crate) timers: Vec<(Nanos, u64)>,
     pub(crate) migrations: u64,
+    /// Queued tasks the policy moved (task, from, to), for the observer.
+    pub(crate) moved: Vec<(TaskId, CpuId, CpuId)>,
     /// Idle CPUs per LLC, busy threads per core and fully idle cores per
     /// LLC, kept with nr_running so that idle searches can skip a busy LLC
     /// in O(1) (the answer is the same as scanning it).
@@ -117,6 +119,7 @@ impl Sys {
             resched_mask: vec![false; nr_cpus as usize],
             timers: Vec::new(),
             migrations: 0,
+            moved: Vec::new(),
             idle_in_llc: vec![topology.threads_per_core * topology.cores_per_llc; topology.llcs as usize],
             busy_in_core: vec![0; (topology.llcs * topology.cores_per_llc) as usize],
             idle_cores_in_llc: vec![topology.cores_per_llc; topology.llcs as usize],
@@ -219,6 +222,7 @@ impl Sys {
         }
         self.tasks[t as usize].cpu = to;
         self.migrations += 1;
+        self.moved.push((t, from, to));
     }
 
     /// Call `Policy::timer(token)` at time `at`.

@@ -1,0 +1,210 @@
+//! Writing a simulated schedule as the traces people already open: the
+//! kernel's ftrace text (sched_switch, sched_waking, sched_wakeup,
+//! sched_wakeup_new, sched_migrate_task in the layout of Linux 6.x's
+//! `trace` file, so trace-cmd, Perfetto and [`crate::ftrace::parse`] read it
+//! as a real one) and the Chrome/Perfetto JSON trace format with one track
+//! per CPU.
+//!
+//! Simulated tasks get pid 1000 + task id and their task spec's name as
+//! comm (cut to the kernel's 15 characters); an idle CPU runs swapper/N,
+//! pid 0. Wakeup events are printed on the target CPU (the kernel prints
+//! them on the waker's).
+
+use crate::engine::{Observer, TraceEvent};
+use crate::policy::{Sys, TaskId, TaskState};
+use crate::time::Nanos;
+use crate::workload::{SchedPolicy, Workload};
+use std::io::Write;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    Ftrace,
+    Perfetto,
+}
+
+/// An [`Observer`] that streams the schedule to a writer. Write errors are
+/// kept and returned by [`TraceWriter::finish`].
+pub struct TraceWriter<'a> {
+    w: &'a Workload,
+    out: Box<dyn Write + 'a>,
+    format: TraceFormat,
+    error: Option<std::io::Error>,
+    /// Perfetto: the slice open on each CPU (comm, pid, start).
+    open: Vec<Option<(String, u32, Nanos)>>,
+    first_event: bool,
+}
+
+pub const PID_BASE: u32 = 1000;
+
+fn comm(w: &Workload, sys: &Sys, t: TaskId) -> String {
+    w.tasks[sys.task(t).spec as usize].name.chars().take(15).collect()
+}
+
+fn prio(sys: &Sys, t: TaskId) -> i32 {
+    let info = sys.task(t);
+    match info.policy {
+        SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => 99 - p as i32,
+        _ => 120 + info.nice,
+    }
+}
+
+/// "comm-pid" of what runs on `cpu`, as the header of a line.
+fn header(w: &Workload, sys: &Sys, cpu: u32, running: Option<TaskId>, now: Nanos, flags: &str) -> String {
+    let (c, pid) = match running {
+        Some(t) => (comm(w, sys, t), PID_BASE + t),
+        None => ("<idle>".to_string(), 0),
+    };
+    format!("{c:>16}-{pid:<7} [{cpu:03}] {flags} {:>5}.{:06}: ", now / 1_000_000_000, now % 1_000_000_000 / 1000)
+}
+
+impl<'a> TraceWriter<'a> {
+    pub fn new(w: &'a Workload, out: Box<dyn Write + 'a>, format: TraceFormat) -> TraceWriter<'a> {
+        let mut tw =
+            TraceWriter { w, out, format, error: None, open: vec![None; w.nr_cpus() as usize], first_event: true };
+        match format {
+            TraceFormat::Ftrace => {
+                let n = w.nr_cpus();
+                tw.put(format!(
+                    "# tracer: nop\n#\n# schedlab simulation of {}\n#\n#                                _-----=> irqs-off/BH-disabled\n#                               / _----=> need-resched\n#                              | / _---=> hardirq/softirq\n#                              || / _--=> preempt-depth\n#                              ||| / _-=> migrate-disable\n#                              |||| /     delay\n#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n#              | |         |   |||||     |         |\n",
+                    if w.name.is_empty() { format!("{n} CPUs") } else { w.name.clone() }
+                ));
+            }
+            TraceFormat::Perfetto => {
+                tw.put("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n".to_string());
+                tw.json(format!(
+                    "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{{\"name\":\"schedlab {}\"}}}}",
+                    json_escape(&w.name)
+                ));
+                for cpu in 0..w.nr_cpus() {
+                    tw.json(format!(
+                        "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":{cpu},\"args\":{{\"name\":\"CPU {cpu}\"}}}}"
+                    ));
+                    tw.json(format!(
+                        "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":{cpu},\"args\":{{\"sort_index\":{cpu}}}}}"
+                    ));
+                }
+            }
+        }
+        tw
+    }
+
+    fn put(&mut self, text: String) {
+        if self.error.is_none()
+            && let Err(e) = self.out.write_all(text.as_bytes())
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn json(&mut self, obj: String) {
+        let sep = if self.first_event { "" } else { ",\n" };
+        self.first_event = false;
+        self.put(format!("{sep}{obj}"));
+    }
+
+    fn close_slice(&mut self, cpu: u32, end: Nanos) {
+        if let Some((name, pid, start)) = self.open[cpu as usize].take() {
+            self.json(format!(
+                "{{\"name\":\"{}\",\"cat\":\"sched\",\"ph\":\"X\",\"pid\":1,\"tid\":{cpu},\"ts\":{:.3},\"dur\":{:.3},\"args\":{{\"pid\":{pid}}}}}",
+                json_escape(&name),
+                start as f64 / 1e3,
+                (end - start) as f64 / 1e3,
+            ));
+        }
+    }
+
+    /// Closes what is still running at `end` and flushes; the first write
+    /// error, if any.
+    pub fn finish(mut self, end: Nanos) -> std::io::Result<()> {
+        if self.format == TraceFormat::Perfetto {
+            for cpu in 0..self.open.len() as u32 {
+                self.close_slice(cpu, end);
+            }
+            self.put("\n]}\n".to_string());
+        }
+        if self.error.is_none()
+            && let Err(e) = self.out.flush()
+        {
+            self.error = Some(e);
+        }
+        self.error.map_or(Ok(()), Err)
+    }
+
+    fn ftrace(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
+        let w = self.w;
+        match ev {
+            TraceEvent::Switch { cpu, prev, prev_state, next } => {
+                let (pc, pp, ppr, state) = match prev {
+                    Some(p) => (
+                        comm(w, sys, p),
+                        PID_BASE + p,
+                        prio(sys, p),
+                        match prev_state {
+                            TaskState::Runnable | TaskState::Running => "R+",
+                            TaskState::Exited => "X",
+                            _ => "S",
+                        },
+                    ),
+                    None => (format!("swapper/{cpu}"), 0, 120, "R"),
+                };
+                let (nc, np, npr) = match next {
+                    Some(n) => (comm(w, sys, n), PID_BASE + n, prio(sys, n)),
+                    None => (format!("swapper/{cpu}"), 0, 120),
+                };
+                let line = format!(
+                    "{}sched_switch: prev_comm={pc} prev_pid={pp} prev_prio={ppr} prev_state={state} ==> next_comm={nc} next_pid={np} next_prio={npr}\n",
+                    header(w, sys, cpu, prev, now, "d..2.")
+                );
+                self.put(line);
+            }
+            TraceEvent::Wakeup { task, cpu, new } => {
+                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task);
+                let (c, pid, pr) = (comm(w, sys, task), PID_BASE + task, prio(sys, task));
+                let fields = format!("comm={c} pid={pid} prio={pr} target_cpu={cpu:03}");
+                // try_to_wake_up traces sched_waking first; wake_up_new_task
+                // only sched_wakeup_new.
+                let line = if new {
+                    format!("{}sched_wakeup_new: {fields}\n", header(w, sys, cpu, running, now, "dN.4."))
+                } else {
+                    format!(
+                        "{}sched_waking: {fields}\n{}sched_wakeup: {fields}\n",
+                        header(w, sys, cpu, running, now, "d..3."),
+                        header(w, sys, cpu, running, now, "dN.4.")
+                    )
+                };
+                self.put(line);
+            }
+            TraceEvent::Migrate { task, from, to } => {
+                let running = sys.cpus[from as usize].curr.filter(|&c| c != task);
+                let line = format!(
+                    "{}sched_migrate_task: comm={} pid={} prio={} orig_cpu={from} dest_cpu={to}\n",
+                    header(w, sys, from, running, now, "d..3."),
+                    comm(w, sys, task),
+                    PID_BASE + task,
+                    prio(sys, task)
+                );
+                self.put(line);
+            }
+        }
+    }
+}
+
+impl Observer for TraceWriter<'_> {
+    fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
+        match self.format {
+            TraceFormat::Ftrace => self.ftrace(now, sys, ev),
+            TraceFormat::Perfetto => {
+                if let TraceEvent::Switch { cpu, next, .. } = ev {
+                    self.close_slice(cpu, now);
+                    if let Some(n) = next {
+                        self.open[cpu as usize] = Some((comm(self.w, sys, n), PID_BASE + n, now));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn json_escape(s: &str) -> String {
+    serde_json::to_string(s).map(|q| q[1..q.len() - 1].to_string()).unwrap_or_default()
+}
