@@ -127,14 +127,7 @@ impl Node {
     /// update_curr's share: weighted run time, then normalize_lifetime.
     pub fn charge(&mut self, now: Nanos, delta_fair: u64, t: &CaculeTunables) {
         self.vruntime = self.vruntime.wrapping_add(delta_fair);
-        let max_life = t.max_lifetime_ms << 20;
-        let life = now.saturating_sub(self.start_time);
-        if life > max_life {
-            self.vruntime &= !YIELD_MARK;
-            let old_hrrn_x = ((life << 7) / ((self.vruntime >> 3) | 1)).max(1);
-            self.start_time = now - (max_life >> 1);
-            self.vruntime = (max_life << 9) / old_hrrn_x;
-        }
+        normalize_lifetime(now, &mut self.start_time, &mut self.vruntime, t.max_lifetime_ms, false);
     }
 
     pub fn mark_yield(&mut self) {
@@ -144,6 +137,30 @@ impl Node {
     pub fn unmark_yield(&mut self) {
         self.vruntime &= !YIELD_MARK;
     }
+}
+
+/// normalize_lifetime, shared by CacULE and TT: past max_lifetime_ms (in
+/// 2^20 ns units) life is halved and vruntime rescaled to keep the
+/// life/vruntime ratio, the yield mark dropped. CacULE acts past the
+/// limit, TT (`at_limit`) from the limit on. Returns whether it acted.
+pub(super) fn normalize_lifetime(
+    now: Nanos,
+    start: &mut Nanos,
+    vruntime: &mut u64,
+    max_lifetime_ms: u64,
+    at_limit: bool,
+) -> bool {
+    let max_life = max_lifetime_ms << 20;
+    let diff = now.wrapping_sub(*start).wrapping_sub(max_life) as i64;
+    if diff < 0 || (diff == 0 && !at_limit) {
+        return false;
+    }
+    let life = now.wrapping_sub(*start);
+    *vruntime &= !YIELD_MARK;
+    let old_hrrn_x = ((life << 7) / ((*vruntime >> 3) | 1)).max(1);
+    *start = now - (max_life >> 1);
+    *vruntime = (max_life << 9) / old_hrrn_x;
+    true
 }
 
 #[cfg(test)]

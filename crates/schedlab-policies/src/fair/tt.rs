@@ -347,15 +347,10 @@ impl Node {
     }
 
     fn normalize_lifetime(&mut self, now: Nanos, t: &TtTunables) {
-        let max_life = t.max_lifetime_ms << 20;
-        let life = now.wrapping_sub(self.start_time);
-        if (life.wrapping_sub(max_life) as i64) < 0 {
-            return;
+        // TT keeps the rescaled vruntime odd (never 0).
+        if super::cacule::normalize_lifetime(now, &mut self.start_time, &mut self.vruntime, t.max_lifetime_ms, true) {
+            self.vruntime |= 1;
         }
-        self.vruntime &= !YIELD_MARK;
-        let old_hrrn_x = ((life << 7) / ((self.vruntime >> 3) | 1)).max(1);
-        self.start_time = now - (max_life >> 1);
-        self.vruntime = ((max_life << 9) / old_hrrn_x) | 1;
     }
 
     pub fn mark_yield(&mut self) {
