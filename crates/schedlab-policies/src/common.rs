@@ -16,6 +16,14 @@ pub struct TunableSpec {
     pub help: &'static str,
 }
 
+/// Moves the names `table` knows out of `set`, for a policy built on
+/// another (CacULE and TT on CFS) whose remaining names the base checks.
+pub fn take_own(table: &[TunableSpec], set: &mut BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    let (mine, rest) = std::mem::take(set).into_iter().partition(|(k, _)| table.iter().any(|s| s.name == k.as_str()));
+    *set = rest;
+    mine
+}
+
 /// Applies `--set`/`[tunables]` values to a policy's table; one clear error
 /// for an unknown name or a value out of range.
 pub fn apply_tunables(policy: &str, table: &mut [TunableSpec], set: &BTreeMap<String, i64>) -> Result<(), String> {

@@ -95,10 +95,10 @@ fn baby_runs_the_earliest_deadline_even_when_a_wakeup_asked_for_the_cpu() {
 #[test]
 fn bmq_boosts_a_task_that_sleeps_and_deboosts_a_hog() {
     let r = run_checked(&workload(MIXED), "bmq");
-    let get = |k: &str| r.extra.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    let get = |k: &str| extra(&r, k).unwrap_or(0.0);
     assert!(get("boosts") >= 12.0, "the timer thread must climb to the top boost: {}", get("boosts"));
     let hog_only = run_checked(&workload(NICE), "bmq");
-    let get = |k: &str| hog_only.extra.iter().find(|(n, _)| n == k).map_or(0.0, |x| x.1);
+    let get = |k: &str| extra(&hog_only, k).unwrap_or(0.0);
     assert_eq!(get("boosts"), 0.0, "hogs never sleep, so they are never boosted");
     assert!(get("deboosts") >= 12.0, "each used slice deboosts, up to +12");
 }
@@ -157,7 +157,7 @@ program = [ { loop = "forever", body = [ { sleep = "uniform(20ms,60ms)" }, { run
 #[test]
 fn tt_classifies_tasks_by_behaviour() {
     let r = run_checked(&workload(TYPES), "tt");
-    let get = |k: &str| r.extra.iter().find(|(n, _)| n == k).map_or(-1.0, |x| x.1);
+    let get = |k: &str| extra(&r, k).unwrap_or(-1.0);
     // The spinner never sleeps: run / (wait + run) = 100% >= 90%.
     assert_eq!(get("tt_tasks_cpu_bound"), 1.0, "{:?}", r.extra);
     // The 1%-duty periodic task waits alike and bursts alike: TT 6.3's

@@ -30,6 +30,11 @@ pub fn run(w: &Workload, sched: &str) -> Report {
     Engine::new(w, policy, EngineOptions::default()).run().unwrap_or_else(|e| panic!("{sched}: {e}"))
 }
 
+/// A policy-specific figure of the report (Policy::extra_metrics).
+pub fn extra(r: &Report, name: &str) -> Option<f64> {
+    r.extra.iter().find(|(n, _)| n == name).map(|x| x.1)
+}
+
 pub fn share_of(r: &Report, spec_name: &str) -> f64 {
     r.specs.iter().find(|s| s.name == spec_name).unwrap_or_else(|| panic!("no spec {spec_name}")).cpu_share_avg_pct
 }

@@ -79,7 +79,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         let total: f64 = r.tasks.iter().map(|t| t.cpu_share_pct).sum();
         // 1.5 CPUs of quota; runtime overruns by at most a tick per CPU.
         assert!((140.0..=165.0).contains(&total), "{}: capped group used {total:.1}% of a CPU", p.name);
-        let throttled = r.extra.iter().find(|(k, _)| k == "capped.nr_throttled").map(|x| x.1).unwrap_or(0.0);
+        let throttled = extra(&r, "capped.nr_throttled").unwrap_or(0.0);
         assert!(throttled >= 10.0, "{}: the group must have been throttled ({throttled})", p.name);
     }
 }

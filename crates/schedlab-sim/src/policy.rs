@@ -156,7 +156,8 @@ impl Sys {
     }
 
     pub(crate) fn check_idle_counts(&self) -> Result<(), String> {
-        for cpu in 0..self.nr_cpus {
+        let per_llc = (self.topology.threads_per_core * self.topology.cores_per_llc) as usize;
+        for cpu in (0..self.nr_cpus).step_by(per_llc) {
             let llc = self.topology.llc_cpus(cpu);
             let idle = llc.clone().filter(|&c| self.idle(c)).count() as u32;
             let idle_cores = llc

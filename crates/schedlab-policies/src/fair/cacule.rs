@@ -22,7 +22,7 @@
 //! the avg_idle gate of new-idle balancing; sysctl_sched_migration_cost is
 //! 0.2 ms. The RDB ("response driven balancer") variant is not modelled.
 
-use super::super::common::{TunableSpec, apply_tunables, list_tunables, value_of};
+use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use schedlab_sim::{Nanos, Tunable};
 use std::collections::BTreeMap;
 
@@ -84,13 +84,8 @@ impl CaculeTunables {
             ));
         }
         let mut table = table();
-        let mine: BTreeMap<String, i64> = set
-            .iter()
-            .filter(|(k, _)| table.iter().any(|s| s.name == k.as_str()))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
+        let mine = take_own(&table, set);
         apply_tunables("cacule", &mut table, &mine)?;
-        set.retain(|k, _| !mine.contains_key(k));
         Ok(CaculeTunables {
             interactivity_factor: value_of(&table, "sched_interactivity_factor") as u64,
             max_lifetime_ms: value_of(&table, "sched_max_lifetime_ms") as u64,

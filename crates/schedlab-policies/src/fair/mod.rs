@@ -1455,8 +1455,8 @@ impl Policy for Fair {
             self.cnodes.push(cacule::Node { vruntime: 0, start_time: sys.now });
         }
         if self.tt.is_some() {
-            self.tnodes.resize(se as usize + 1, tt::Node::new(sys.now));
-            self.tnodes[se as usize] = tt::Node::new(sys.now);
+            // TT has no group entities: one node per entity, in order.
+            self.tnodes.push(tt::Node::new(sys.now));
             if self.last_charge.len() <= t as usize {
                 self.last_charge.resize(t as usize + 1, (0, 0));
             }

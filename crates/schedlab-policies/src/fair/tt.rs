@@ -25,7 +25,7 @@
 //! sched_tt_balancer_opt to anything but 2 is refused). TT disables
 //! CGROUP_SCHED and autogroup, so it has no group scheduling.
 
-use super::super::common::{TunableSpec, apply_tunables, list_tunables, value_of};
+use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use schedlab_sim::{Nanos, Tunable};
 use std::collections::BTreeMap;
 
@@ -135,11 +135,7 @@ impl TtTunables {
     /// Takes TT's names out of `set`, leaving CFS's.
     pub fn take(set: &mut BTreeMap<String, i64>, tick_ns: Nanos) -> Result<TtTunables, String> {
         let mut table = table();
-        let mine: BTreeMap<String, i64> = set
-            .iter()
-            .filter(|(k, _)| table.iter().any(|s| s.name == k.as_str()))
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
+        let mine = take_own(&table, set);
         if let Some(&v) = mine.get("sched_tt_balancer_opt")
             && v != 2
         {
@@ -149,7 +145,6 @@ impl TtTunables {
             ));
         }
         apply_tunables("tt", &mut table, &mine)?;
-        set.retain(|k, _| !mine.contains_key(k));
         Ok(TtTunables {
             max_lifetime_ms: value_of(&table, "sched_tt_max_lifetime") as u64,
             rt_prio: value_of(&table, "sched_tt_rt_prio"),
