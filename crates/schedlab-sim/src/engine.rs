@@ -4,6 +4,7 @@
 //! accounting. Scheduling decisions are the policy's; the engine only asks.
 
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
+use crate::queue::EventQueue;
 use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
 use crate::rt::{RtClass, rt_prio};
 use crate::time::Nanos;
@@ -11,8 +12,7 @@ use crate::topology::CpuId;
 use crate::workload::{ChanId, Op, SchedPolicy, TaskSpecId, Workload};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -144,8 +144,9 @@ pub struct Engine<'w> {
     pub sys: Sys,
     policy: Box<dyn Policy + 'w>,
     rt: RtClass,
-    queue: BinaryHeap<Reverse<(Nanos, u64, Kind)>>,
-    seq: u64,
+    queue: EventQueue<Kind>,
+    /// Start events still queued (the run ends early only when none is).
+    pending_starts: u64,
     progs: Vec<Prog>,
     stats: Vec<TaskStats>,
     cpu_run: Vec<CpuRun>,
@@ -172,8 +173,8 @@ impl<'w> Engine<'w> {
             sys,
             policy,
             rt: RtClass::new(nr_cpus),
-            queue: BinaryHeap::new(),
-            seq: 0,
+            queue: EventQueue::new(),
+            pending_starts: 0,
             progs: Vec::new(),
             stats: Vec::new(),
             cpu_run: vec![CpuRun { idle_since: Some(0), ..CpuRun::default() }; nr_cpus as usize],
@@ -210,8 +211,15 @@ impl<'w> Engine<'w> {
     }
 
     fn push(&mut self, at: Nanos, kind: Kind) {
-        self.seq += 1;
-        self.queue.push(Reverse((at, self.seq, kind)));
+        // Nothing after the end is ever handled; not queueing it keeps the
+        // heap small and the time within the queue's range.
+        if at > self.w.duration {
+            return;
+        }
+        if matches!(kind, Kind::Start(_)) {
+            self.pending_starts += 1;
+        }
+        self.queue.push(at, kind);
     }
 
     fn observe(&mut self, ev: TraceEvent) {
@@ -266,9 +274,9 @@ impl<'w> Engine<'w> {
     /// Runs the workload to its duration (or until every task exited).
     pub fn run(mut self) -> Result<Report, SimError> {
         let end = self.w.duration;
-        while let Some(Reverse((at, _, kind))) = self.queue.pop() {
-            if at > end {
-                break;
+        while let Some((at, kind)) = self.queue.pop() {
+            if matches!(kind, Kind::Start(_)) {
+                self.pending_starts -= 1;
             }
             self.sys.now = at;
             self.events += 1;
@@ -280,7 +288,7 @@ impl<'w> Engine<'w> {
             if self.opts.check_invariants {
                 self.check_invariants()?;
             }
-            if self.alive == 0 && self.queue.iter().all(|Reverse((_, _, k))| !matches!(k, Kind::Start(_))) {
+            if self.alive == 0 && self.pending_starts == 0 {
                 break;
             }
         }

@@ -5,6 +5,7 @@ pub mod dist;
 pub mod engine;
 pub mod ftrace;
 pub mod policy;
+mod queue;
 pub mod report;
 mod rt;
 pub mod time;

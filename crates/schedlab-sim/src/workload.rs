@@ -319,11 +319,15 @@ impl Workload {
             (None, Some(d)) => parse_duration(d.get_ref()).map_err(|m| ctx.err(d.span(), m))?,
             (None, None) => NSEC_PER_SEC,
         };
-        if duration == 0 {
+        if duration == 0 || duration > crate::queue::MAX_TIME {
             return Err(WorkloadError {
                 origin: origin.into(),
                 line: file.duration.as_ref().map_or(0, |d| ctx.line_of(d.span().start)),
-                message: "duration must be more than zero: write e.g. duration = \"5s\"".into(),
+                message: if duration == 0 {
+                    "duration must be more than zero: write e.g. duration = \"5s\"".into()
+                } else {
+                    "duration is longer than the simulator's 78-hour horizon: simulate at most \"78h\"".into()
+                },
             });
         }
 

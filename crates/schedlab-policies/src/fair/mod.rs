@@ -79,6 +79,9 @@ struct Ent {
 #[derive(Clone, Debug, Default)]
 struct Rq {
     tree: BTreeSet<(i64, u32)>,
+    /// The tree's first entry, cached as the kernel's rb_root_cached caches
+    /// it: asked for on every update_curr, it is then a load, not a walk.
+    leftmost: Option<(i64, u32)>,
     load: u64,
     nr_queued: u32,
     h_nr_running: u32,
@@ -435,6 +438,9 @@ impl Fair {
         let (v, w) = (self.ents[se as usize].vruntime, self.ents[se as usize].weight);
         let r = &mut self.rqs[rq as usize];
         r.tree.insert((key, se));
+        if r.leftmost.is_none_or(|l| (key, se) < l) {
+            r.leftmost = Some((key, se));
+        }
         r.sum_wv += (v - r.min_vruntime) as i128 * w as i128;
         r.sum_w += w as i64;
     }
@@ -445,6 +451,9 @@ impl Fair {
         let r = &mut self.rqs[rq as usize];
         let removed = r.tree.remove(&(key, se));
         debug_assert!(removed, "entity {se} not in its tree");
+        if r.leftmost == Some((key, se)) {
+            r.leftmost = r.tree.first().copied();
+        }
         r.sum_wv -= (v - r.min_vruntime) as i128 * w as i128;
         r.sum_w -= w as i64;
     }
@@ -497,7 +506,7 @@ impl Fair {
         if let Some(c) = curr {
             v = self.ents[c as usize].vruntime;
         }
-        if let Some(&(_, left)) = r.tree.first() {
+        if let Some((_, left)) = r.leftmost {
             let lv = self.ents[left as usize].vruntime;
             v = if curr.is_some() { v.min(lv) } else { lv };
         }
@@ -1020,7 +1029,7 @@ impl Fair {
         let tt = self.tt.is_some();
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
-        let first = if tt { self.tt_first(rq, now, None) } else { r.tree.first().map(|&(_, s)| s) };
+        let first = if tt { self.tt_first(rq, now, None) } else { r.leftmost.map(|(_, s)| s) };
         let before = |a: u32, b: u32| {
             if tt {
                 tt::Node::before(&self.tnodes[a as usize], &self.tnodes[b as usize], now)
@@ -1090,7 +1099,7 @@ impl Fair {
     /// or the running one while its slice is protected.
     fn pick_eevdf(&self, rq: u32, protect: bool) -> Option<u32> {
         let r = &self.rqs[rq as usize];
-        let first = r.tree.first().map(|&(_, s)| s);
+        let first = r.leftmost.map(|(_, s)| s);
         let curr_on = r.curr.filter(|&c| self.ents[c as usize].on_rq);
         if r.nr_queued == 1 {
             return curr_on.or(first);
@@ -1932,6 +1941,9 @@ impl Policy for Fair {
             if in_tree != r.tree.len() {
                 return Err(format!("cfs_rq {i}: tree holds {} of {in_tree} queued entities", r.tree.len()));
             }
+            if r.leftmost != r.tree.first().copied() {
+                return Err(format!("cfs_rq {i}: cached leftmost {:?} is not the tree's first", r.leftmost));
+            }
             let (mut swv, mut sw) = (0i128, 0i64);
             for &(_, s) in &r.tree {
                 let e = &self.ents[s as usize];
@@ -2009,11 +2021,7 @@ impl Fair {
     /// The entity check_preempt_tick compares against: the leftmost, or
     /// under TT the list's lowest HRRN.
     fn tick_first(&self, rq: u32, now: Nanos) -> Option<u32> {
-        if self.tt.is_some() {
-            self.tt_first(rq, now, None)
-        } else {
-            self.rqs[rq as usize].tree.first().map(|&(_, s)| s)
-        }
+        if self.tt.is_some() { self.tt_first(rq, now, None) } else { self.rqs[rq as usize].leftmost.map(|(_, s)| s) }
     }
 
     /// detect_type's dedicated-CPU-bound bookkeeping for the task's CPU.
