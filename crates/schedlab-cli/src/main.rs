@@ -109,7 +109,8 @@ fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
 
 #[derive(Args)]
 pub(crate) struct Common {
-    /// Workload TOML file, or the name of a built-in scenario.
+    /// Workload: a schedlab TOML file, an rt-app JSON file, or the name of a
+    /// built-in scenario.
     workload: String,
     /// Seed for the workload's random durations.
     #[arg(long)]
@@ -165,11 +166,18 @@ pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
         (text.to_string(), format!("scenarios/{}.toml", c.workload))
     } else {
         bail!(
-            "no file and no built-in scenario named '{}': give a path to a workload TOML or one of: {}",
+            "no file and no built-in scenario named '{}': give a path to a workload (TOML, or rt-app JSON) or one of: {}",
             c.workload,
             scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
         );
     };
+    let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+    if is_json {
+        if let Some(name) = ov.params.keys().next() {
+            bail!("--param {name}: rt-app files have no parameters; edit the JSON instead");
+        }
+        return Ok(schedlab_sim::rtapp::from_rtapp_json(&text, &origin, &ov)?);
+    }
     let w = Workload::from_toml(&text, &origin, &ov)?;
     for name in ov.params.keys() {
         if !text.contains(name.as_str()) {

@@ -16,13 +16,14 @@
 
 mod cgroup;
 mod info;
+mod sync;
 mod sys;
 mod tracing;
 
 use schedlab_sim::engine::{TaskRng, task_rng};
 use schedlab_sim::ftrace::{SchedEvent, SchedEventKind};
 use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
-use schedlab_sim::workload::{Op, SchedPolicy};
+use schedlab_sim::workload::{Op, SchedPolicy, TimerMode};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -125,6 +126,8 @@ struct Shared {
     /// Host CPU of each workload CPU.
     cpu_map: Vec<usize>,
     pipes: Vec<sys::Pipe>,
+    conds: Vec<sync::Cond>,
+    barriers: Vec<sync::Barrier>,
     stop: AtomicBool,
     t0: AtomicU64,
     end: AtomicU64,
@@ -323,7 +326,8 @@ fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadRes
     let program = &sh.w.tasks[spec as usize].program;
     let mut pc = 0usize;
     let mut loops: Vec<(usize, u64)> = Vec::new();
-    let mut timer_next: Option<Nanos> = None;
+    let mut timer_next: Vec<Option<Nanos>> = Vec::new();
+    let started = sys::now();
     while let Some(op) = program.get(pc) {
         pc += 1;
         if sh.stop.load(Ordering::Relaxed) {
@@ -344,13 +348,30 @@ fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadRes
                     return false;
                 }
             }
-            Op::Timer(period) => {
-                let now = sys::now();
-                let mut next = timer_next.map_or(now + period, |n| n + period);
-                if next <= now {
-                    next += (now - next) / period * period + period;
+            Op::Timer { period, slot, mode } => {
+                let (period, slot) = (*period, *slot as usize);
+                if timer_next.len() <= slot {
+                    timer_next.resize(slot + 1, None);
                 }
-                timer_next = Some(next);
+                let now = sys::now();
+                let next = match *mode {
+                    TimerMode::Periodic => {
+                        let mut next = timer_next[slot].map_or(now + period, |n| n + period);
+                        if next <= now {
+                            next += (now - next) / period * period + period;
+                        }
+                        next
+                    }
+                    TimerMode::RtApp { relative } => {
+                        let next = timer_next[slot].unwrap_or(started) + period;
+                        if next <= now {
+                            timer_next[slot] = Some(if relative { now } else { next });
+                            continue;
+                        }
+                        next
+                    }
+                };
+                timer_next[slot] = Some(next);
                 if !sleep_to(sh, next, r) {
                     return false;
                 }
@@ -369,6 +390,26 @@ fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadRes
             }
             Op::Signal(ch) => {
                 if !sh.pipes[*ch as usize].send(sys::now()) {
+                    return false;
+                }
+            }
+            Op::CondWait { cond, mutex } => {
+                let c = &sh.conds[*cond as usize];
+                let ticket = c.enter();
+                if let Some(m) = mutex
+                    && !sh.pipes[*m as usize].send(sys::now())
+                {
+                    return false;
+                }
+                match c.wait(ticket, &sh.stop) {
+                    Some(lat) => record_latency(r, lat),
+                    None => return false,
+                }
+            }
+            Op::CondSignal(c) => sh.conds[*c as usize].signal(),
+            Op::CondBroadcast(c) => sh.conds[*c as usize].broadcast(),
+            Op::Barrier(b) => {
+                if !sh.barriers[*b as usize].arrive(&sh.stop) {
                     return false;
                 }
             }
@@ -457,6 +498,12 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         .map(|_| sys::Pipe::new())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| HostError::Setup(format!("cannot create a pipe: {e}")))?;
+    for (pipe, chan) in pipes.iter().zip(&w.channels) {
+        // A mutex starts unlocked: its one token is in the pipe.
+        for _ in 0..chan.initial {
+            pipe.send(0);
+        }
+    }
     let initial: Vec<u32> = w
         .tasks
         .iter()
@@ -468,6 +515,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         w: w.clone(),
         cpu_map,
         pipes,
+        conds: w.conds.iter().map(|_| sync::Cond::default()).collect(),
+        barriers: w.barriers.iter().map(|b| sync::Barrier::new(b.users)).collect(),
         stop: AtomicBool::new(false),
         t0: AtomicU64::new(0),
         end: AtomicU64::new(u64::MAX),

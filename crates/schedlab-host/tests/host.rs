@@ -219,3 +219,24 @@ program = [ { run = "1ms" } ]
     assert!(err.to_string().contains("SCHED_ISO") && err.to_string().contains("player"), "{err}");
     assert_eq!(task_threads(), 0);
 }
+
+#[test]
+fn rt_app_mutex_and_barrier_hold_on_real_threads() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let path = format!("{}/../../examples/rt-app/sync.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let ov = Overrides { cpus: Some(1), duration: Some(1_000_000_000), ..Overrides::default() };
+    let w = schedlab_sim::rtapp::from_rtapp_json(&text, &path, &ov).unwrap();
+    let opts = HostOptions { tracing: false, groups: false };
+    let r = run(&w, &opts).unwrap().report;
+    let cpu =
+        |prefix: &str| -> u64 { r.tasks.iter().filter(|t| t.name.starts_with(prefix)).map(|t| t.cpu_time_ns).sum() };
+    // One mutex, three lockers that only run while holding it: never more
+    // than the wall time between them.
+    assert!(cpu("locker") <= 1_050_000_000, "lockers ran {} ns in 1 s", cpu("locker"));
+    assert!(cpu("locker") > 0, "the mutex was never taken");
+    // The barrier keeps the 1 ms stage to the 5 ms stage's rounds.
+    let (fast, slow) = (cpu("fast_stage") / 1_000_000, cpu("slow_stage") / 5_000_000);
+    assert!(fast.abs_diff(slow) <= 2, "barrier rounds {fast} vs {slow}");
+    assert_eq!(task_threads(), 0, "task threads left running after the run");
+}

@@ -9,7 +9,7 @@ use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
 use crate::rt::{RtClass, rt_prio};
 use crate::time::Nanos;
 use crate::topology::CpuId;
-use crate::workload::{ChanId, Op, SchedPolicy, TaskSpecId, Workload};
+use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, TimerMode, Workload};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
@@ -57,7 +57,8 @@ struct Prog {
     remaining: Nanos,
     /// Part of `remaining` that is cache-cold penalty, not asked-for work.
     penalty: Nanos,
-    timer_next: Option<Nanos>,
+    /// Next expiry of each of the task's timers (by slot).
+    timer_next: Vec<Option<Nanos>>,
     sleep_epoch: u32,
     /// Intended wakeup time, to measure wakeup latency at the next run.
     woke_at: Option<Nanos>,
@@ -101,6 +102,11 @@ struct CpuRun {
 struct Chan {
     tokens: u64,
     waiters: VecDeque<TaskId>,
+}
+
+struct BarrierState {
+    users: u32,
+    waiting: Vec<TaskId>,
 }
 
 /// The random-number generator of a task's durations.
@@ -151,6 +157,8 @@ pub struct Engine<'w> {
     stats: Vec<TaskStats>,
     cpu_run: Vec<CpuRun>,
     chans: Vec<Chan>,
+    conds: Vec<VecDeque<TaskId>>,
+    barriers: Vec<BarrierState>,
     spec_lat: Vec<Hist>,
     spec_rps: Vec<Hist>,
     /// Instances created so far per spec (for per-cpu affinity).
@@ -178,7 +186,9 @@ impl<'w> Engine<'w> {
             progs: Vec::new(),
             stats: Vec::new(),
             cpu_run: vec![CpuRun { idle_since: Some(0), ..CpuRun::default() }; nr_cpus as usize],
-            chans: w.channels.iter().map(|_| Chan { tokens: 0, waiters: VecDeque::new() }).collect(),
+            chans: w.channels.iter().map(|c| Chan { tokens: c.initial, waiters: VecDeque::new() }).collect(),
+            conds: vec![VecDeque::new(); w.conds.len()],
+            barriers: w.barriers.iter().map(|b| BarrierState { users: b.users, waiting: Vec::new() }).collect(),
             spec_lat: vec![Hist::default(); w.tasks.len()],
             spec_rps: vec![Hist::default(); w.tasks.len()],
             spec_instances: vec![0; w.tasks.len()],
@@ -551,14 +561,33 @@ impl<'w> Engine<'w> {
                     self.block(cpu, t, Some(now + len));
                     return;
                 }
-                Op::Timer(period) => {
-                    let mut next = prog.timer_next.map_or(now + period, |n| n + period);
-                    if next <= now {
-                        // Overrun: skip to the next period ahead, as a
-                        // periodic timer with missed expiries would.
-                        next += (now - next) / period * period + period;
+                Op::Timer { period, slot, mode } => {
+                    let (period, slot) = (*period, *slot as usize);
+                    if prog.timer_next.len() <= slot {
+                        prog.timer_next.resize(slot + 1, None);
                     }
-                    prog.timer_next = Some(next);
+                    let created = self.stats[t as usize].created;
+                    let next = match *mode {
+                        TimerMode::Periodic => {
+                            let mut next = prog.timer_next[slot].map_or(now + period, |n| n + period);
+                            if next <= now {
+                                // Overrun: skip to the next period ahead, as a
+                                // periodic timer with missed expiries would.
+                                next += (now - next) / period * period + period;
+                            }
+                            next
+                        }
+                        TimerMode::RtApp { relative } => {
+                            let next = prog.timer_next[slot].unwrap_or(created) + period;
+                            if next <= now {
+                                // rt-app does not sleep for a missed expiry.
+                                prog.timer_next[slot] = Some(if relative { now } else { next });
+                                continue;
+                            }
+                            next
+                        }
+                    };
+                    prog.timer_next[slot] = Some(next);
                     self.block(cpu, t, Some(next));
                     return;
                 }
@@ -573,6 +602,28 @@ impl<'w> Engine<'w> {
                     return;
                 }
                 Op::Signal(ch) => self.signal(t, *ch),
+                Op::CondWait { cond, mutex } => {
+                    if let Some(m) = mutex {
+                        self.signal(t, *m);
+                    }
+                    self.conds[*cond as usize].push_back(t);
+                    self.block(cpu, t, None);
+                    return;
+                }
+                Op::CondSignal(c) => self.cond_wake(t, *c, false),
+                Op::CondBroadcast(c) => self.cond_wake(t, *c, true),
+                Op::Barrier(b) => {
+                    let barrier = &mut self.barriers[*b as usize];
+                    if barrier.waiting.len() as u32 + 1 < barrier.users {
+                        barrier.waiting.push(t);
+                        self.block(cpu, t, None);
+                        return;
+                    }
+                    // The last arrival releases the others and goes on.
+                    for w in std::mem::take(&mut barrier.waiting) {
+                        self.wake(w, Some(t), false);
+                    }
+                }
                 Op::Yield => {
                     prog.remaining = self.w.machine.costs.syscall.max(1);
                     if self.is_rt(t) {
@@ -622,6 +673,16 @@ impl<'w> Engine<'w> {
         match chan.waiters.pop_front() {
             Some(t) => self.wake(t, Some(waker), false),
             None => chan.tokens += 1,
+        }
+    }
+
+    fn cond_wake(&mut self, waker: TaskId, c: CondId, all: bool) {
+        let n = if all { self.conds[c as usize].len() } else { 1 };
+        for _ in 0..n {
+            match self.conds[c as usize].pop_front() {
+                Some(w) => self.wake(w, Some(waker), false),
+                None => break,
+            }
         }
     }
 

@@ -8,6 +8,7 @@ pub mod policy;
 mod queue;
 pub mod report;
 mod rt;
+pub mod rtapp;
 pub mod time;
 pub mod topology;
 pub mod trace_out;

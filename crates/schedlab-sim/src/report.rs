@@ -74,14 +74,17 @@ impl Hist {
         if n == 0 {
             return HistSummary { buckets, ..HistSummary::default() };
         }
+        // hdrhistogram reports a bucket's upper edge, which can pass the
+        // exact extremes kept beside it.
+        let q = |p: f64| self.hdr.value_at_quantile(p).clamp(self.min, self.max);
         HistSummary {
             count: n,
             min: self.min,
             mean: (self.sum / n as u128) as u64,
-            p50: self.hdr.value_at_quantile(0.50),
-            p90: self.hdr.value_at_quantile(0.90),
-            p99: self.hdr.value_at_quantile(0.99),
-            p999: self.hdr.value_at_quantile(0.999),
+            p50: q(0.50),
+            p90: q(0.90),
+            p99: q(0.99),
+            p999: q(0.999),
             max: self.max,
             buckets,
         }

@@ -21,6 +21,38 @@ pub struct WorkloadError {
 pub type TaskSpecId = u32;
 pub type GroupId = u32;
 pub type ChanId = u32;
+pub type CondId = u32;
+pub type BarrierId = u32;
+
+/// A channel: a counting semaphore of tokens with a FIFO of waiters. A
+/// mutex is a channel holding one token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Channel {
+    pub name: String,
+    /// Tokens at the start (1 for a mutex).
+    pub initial: u64,
+}
+
+/// A barrier: every arrival waits until `users` tasks have arrived, then
+/// all go on (rt-app's barrier event).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Barrier {
+    pub name: String,
+    pub users: u32,
+}
+
+/// How a periodic timer computes its next expiry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerMode {
+    /// cyclictest's: the first expiry is a period after the first timer op;
+    /// missed expiries are skipped to the next one ahead.
+    Periodic,
+    /// rt-app's: the first expiry is a period after the task started; when
+    /// an expiry has already passed the task does not sleep, and a relative
+    /// timer then restarts its period from now while an absolute one keeps
+    /// its schedule (and catches up).
+    RtApp { relative: bool },
+}
 
 /// Scheduling policy of a task, as sched_setscheduler(2) names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -51,13 +83,31 @@ pub enum Op {
     Run(Dist),
     /// Block for this long.
     Sleep(Dist),
-    /// Block until the next multiple of the period since the task's first
-    /// timer op (clock_nanosleep TIMER_ABSTIME, as cyclictest does).
-    Timer(Nanos),
+    /// Block until the timer's next expiry (clock_nanosleep TIMER_ABSTIME).
+    /// A task has timers numbered by `slot`, each with its own schedule.
+    Timer {
+        period: Nanos,
+        slot: u32,
+        mode: TimerMode,
+    },
     /// Take a token from a channel, blocking until one is there.
     Wait(ChanId),
     /// Put a token in a channel, waking its first waiter.
     Signal(ChanId),
+    /// pthread_cond_wait: release the mutex (if any) and block until a
+    /// signal or broadcast on the condition; the mutex is taken back by the
+    /// Wait op that follows.
+    CondWait {
+        cond: CondId,
+        mutex: Option<ChanId>,
+    },
+    /// pthread_cond_signal: wake the first waiter, if any (no waiter, no
+    /// effect: a condition keeps no tokens).
+    CondSignal(CondId),
+    /// pthread_cond_broadcast: wake every waiter.
+    CondBroadcast(CondId),
+    /// Wait at a barrier until all its users have arrived.
+    Barrier(BarrierId),
     /// sched_yield().
     Yield,
     /// Start a new task from a template.
@@ -153,7 +203,10 @@ pub struct Workload {
     /// groups[0] is the root group.
     pub groups: Vec<GroupSpec>,
     pub tasks: Vec<TaskSpec>,
-    pub channels: Vec<String>,
+    pub channels: Vec<Channel>,
+    /// Condition variables (rt-app's signal/wait/broad, suspend/resume).
+    pub conds: Vec<String>,
+    pub barriers: Vec<Barrier>,
 }
 
 /// Command-line overrides applied while a file is read, so that references
@@ -502,7 +555,9 @@ impl Workload {
             tunables,
             groups,
             tasks,
-            channels,
+            channels: channels.into_iter().map(|name| Channel { name, initial: 0 }).collect(),
+            conds: Vec::new(),
+            barriers: Vec::new(),
         })
     }
 
@@ -597,7 +652,7 @@ fn compile_ops(
             "run" => out.push(Op::Run(dist(value)?)),
             "sleep" => out.push(Op::Sleep(dist(value)?)),
             "timer" => match dist(value)? {
-                Dist::Const(p) if p > 0 => out.push(Op::Timer(p)),
+                Dist::Const(p) if p > 0 => out.push(Op::Timer { period: p, slot: 0, mode: TimerMode::Periodic }),
                 _ => {
                     return Err(here("timer takes a fixed period above zero, e.g. { timer = \"1ms\" }".into()));
                 }
@@ -653,8 +708,13 @@ fn compile_ops(
     Ok(())
 }
 
-fn takes_time(op: &Op) -> bool {
-    matches!(op, Op::Run(_) | Op::Sleep(_) | Op::Timer(_) | Op::Wait(_) | Op::Yield)
+/// Whether an op can let simulated time pass (a loop without one would
+/// spin forever at one instant).
+pub(crate) fn takes_time(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Run(_) | Op::Sleep(_) | Op::Timer { .. } | Op::Wait(_) | Op::Yield | Op::CondWait { .. } | Op::Barrier(_)
+    )
 }
 
 #[cfg(test)]
@@ -693,7 +753,7 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         assert_eq!(w.nr_cpus(), 4);
         assert_eq!(w.tasks[0].count, 3);
         assert_eq!(w.groups[1].cpu_max, Some((50_000_000, 100_000_000)));
-        assert_eq!(w.channels, vec!["p", "q"]);
+        assert_eq!(w.channels.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), vec!["p", "q"]);
         assert!(matches!(w.tasks[0].program[0], Op::LoopStart { count: None, end: 3 }));
     }
 

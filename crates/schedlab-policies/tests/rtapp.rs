@@ -1,0 +1,143 @@
+//! rt-app JSON workloads: the shipped examples read as their TOML twins do,
+//! each synchronisation event does what rt-app's does, and bad files get
+//! one error with the line.
+
+mod common;
+
+use common::run;
+use schedlab_policies::POLICIES;
+use schedlab_sim::rtapp::from_rtapp_json;
+use schedlab_sim::time::{NSEC_PER_MSEC, NSEC_PER_SEC};
+use schedlab_sim::{Overrides, Report, Workload};
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../../examples/rt-app/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn cpus(n: u32) -> Overrides {
+    Overrides { cpus: Some(n), ..Overrides::default() }
+}
+
+fn rtapp(text: &str, ov: &Overrides) -> Workload {
+    from_rtapp_json(text, "test.json", ov).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn task_cpu(r: &Report, name: &str) -> u64 {
+    r.tasks.iter().filter(|t| t.name.starts_with(name)).map(|t| t.cpu_time_ns).sum()
+}
+
+#[test]
+fn the_json_and_its_toml_twin_give_the_same_report_on_every_policy() {
+    let json = from_rtapp_json(&example("pipeline.json"), "pipeline.json", &cpus(2)).unwrap();
+    let toml = Workload::from_toml(&example("pipeline.toml"), "pipeline.toml", &cpus(2)).unwrap();
+    for p in POLICIES {
+        let (a, b) = (run(&json, p.name), run(&toml, p.name));
+        let (a_json, b_json) = (serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+        let at = a_json.bytes().zip(b_json.bytes()).position(|(x, y)| x != y);
+        assert!(a_json == b_json, "{}: rt-app and TOML reports differ from byte {at:?}", p.name);
+        // Something happened: the forked logger ran, the consumers were fed.
+        assert!(a.tasks.iter().any(|t| t.name.starts_with("logger") && t.cpu_time_ns >= 10 * NSEC_PER_MSEC));
+        assert!(task_cpu(&a, "consumer") > 0, "{}", p.name);
+    }
+}
+
+#[test]
+fn sync_events_behave_as_in_rt_app() {
+    let w = rtapp(&example("sync.json"), &cpus(8));
+    for sched in ["cfs", "eevdf", "bfs", "pds"] {
+        let r = run(&w, sched);
+        // Three lockers each wanting 2/3 of a CPU share one mutex: together
+        // they run at most one CPU's worth (plus the switch and cache-cold
+        // costs charged to them), and close to it.
+        let lockers = task_cpu(&r, "locker");
+        assert!(lockers <= 2 * NSEC_PER_SEC * 103 / 100, "{sched}: lockers ran {lockers} ns in 2 s under one mutex");
+        assert!(lockers > 2 * NSEC_PER_SEC * 8 / 10, "{sched}: the mutex was not handed on ({lockers} ns)");
+        // The barrier holds the 1 ms stage to the 5 ms one: one round each.
+        let (fast, slow) = (task_cpu(&r, "fast_stage"), task_cpu(&r, "slow_stage"));
+        let rounds_fast = fast / NSEC_PER_MSEC;
+        let rounds_slow = slow / (5 * NSEC_PER_MSEC);
+        assert!(rounds_fast.abs_diff(rounds_slow) <= 1, "{sched}: barrier rounds {rounds_fast} vs {rounds_slow}");
+        // Resume wakes the suspended task once per 10 ms alarm: 200 x 100 us.
+        let sleeper = task_cpu(&r, "sleeper");
+        assert!((19 * NSEC_PER_MSEC..=21 * NSEC_PER_MSEC).contains(&sleeper), "{sched}: sleeper ran {sleeper} ns");
+        // One signal per 5 ms, one 300 us run per signal: 400 x 300 us.
+        let listener = task_cpu(&r, "listener");
+        assert!((118 * NSEC_PER_MSEC..=121 * NSEC_PER_MSEC).contains(&listener), "{sched}: listener {listener} ns");
+    }
+}
+
+#[test]
+fn a_signal_nobody_waits_for_is_lost() {
+    // The notifier signals before the listener first waits (delay): the
+    // condition keeps no token, so the listener sleeps until the next one.
+    let text = r#"{ "tasks": {
+        "notifier": { "loop": 1, "signal": "c", "sleep": 500000 },
+        "listener": { "delay": 1000, "loop": 1, "lock": "m", "wait": { "ref": "c", "mutex": "m" }, "unlock": "m", "run": 1000 }
+    }, "global": { "duration": 1 } }"#;
+    let r = run(&rtapp(text, &cpus(2)), "eevdf");
+    assert_eq!(task_cpu(&r, "listener"), 0, "the listener ran on a signal sent before it waited");
+}
+
+#[test]
+fn rt_app_timers_keep_their_schedule_or_restart_it() {
+    // A 10 ms period; the task runs 15 ms every 4th activation. Absolute
+    // timers catch up (no sleep for the missed expiry); relative ones
+    // restart the period after the overrun, so they fall behind.
+    let text = |mode: &str| {
+        format!(
+            r#"{{ "tasks": {{ "t": {{ "phases": {{
+                "a": {{ "loop": 3, "run": 1000, "timer": {{ "ref": "unique", "period": 10000, "mode": "{mode}" }} }},
+                "b": {{ "run": 15000, "timer": {{ "ref": "unique", "period": 10000, "mode": "{mode}" }} }}
+            }} }} }}, "global": {{ "duration": 1 }} }}"#
+        )
+    };
+    let absolute = run(&rtapp(&text("absolute"), &cpus(1)), "eevdf");
+    let relative = run(&rtapp(&text("relative"), &cpus(1)), "eevdf");
+    // Absolute: 4 activations every 40 ms, 18 ms each: 450 ms in 1 s.
+    let abs = task_cpu(&absolute, "t");
+    assert!((440 * NSEC_PER_MSEC..=460 * NSEC_PER_MSEC).contains(&abs), "absolute {abs}");
+    // Relative: the overrun's 5 ms are never made up: 45 ms cycles, 400 ms.
+    let rel = task_cpu(&relative, "t");
+    assert!((390 * NSEC_PER_MSEC..=410 * NSEC_PER_MSEC).contains(&rel), "relative {rel}");
+}
+
+#[test]
+fn what_cannot_be_modelled_is_refused_with_the_line() {
+    let cases = [
+        (r#"{ "tasks": { "t": { "run": 10, "mem": 1000 } } }"#, 1, "mem"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"policy\": \"SCHED_DEADLINE\",\n  \"run\": 10 } } }", 4, "SCHED_DEADLINE"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"util_min\": 100,\n \"run\": 10 } } }", 4, "util_min"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"run\": 10,\n  \"unlock\": \"m\" } } }", 5, "not locked"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"run\": 10,\n  \"fork\": \"nobody\" } } }", 5, "nobody"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"runn\": 10,\n  \"exec\": 5 } } }", 5, "exec"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"cpus\": [5],\n  \"run\": 10 } } }", 4, "--cpus 6"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"run\": 10,\n  \"sleep\": 10,, } } }", 5, "JSON"),
+        ("{\n\"tasks\": {\n \"t\": {\n  \"run\": 10 } },\n \"global\": { \"pi_enabled\": true } }", 5, "inheritance"),
+        (
+            "{\n\"tasks\": { \"t\": { \"run\": 10,\n \"phases\": { \"p\": { \"cpus\": [0], \"run\": 1 } } } } }",
+            3,
+            "changes \"cpus\"",
+        ),
+        (
+            "{ \"tasks\": { \"t\": { \"instance\": 2, \"timer\": { \"ref\": \"tick\", \"period\": 100 } } } }",
+            1,
+            "unique",
+        ),
+        ("{ \"tasks\": { \"t\": { \"sleep\": 10 } }, \"global\": { \"duration\": -1 } }", 1, "--duration"),
+    ];
+    for (text, line, needle) in cases {
+        let e = from_rtapp_json(text, "bad.json", &cpus(1)).expect_err(text).to_string();
+        assert!(e.starts_with(&format!("bad.json:{line}:")), "wrong line in: {e}");
+        assert!(e.contains(needle), "'{needle}' missing from: {e}");
+    }
+}
+
+#[test]
+fn workgen_style_files_are_read_as_rt_app_reads_them() {
+    // Comments, trailing commas and repeated event keys (numbered in order,
+    // as workgen does).
+    let text = "{\n /* a comment */ \"tasks\": { \"t\": {\n \"loop\": 2, // two rounds\n \"run\": 1000, \"sleep\": 1000, \"run\": 2000, } } }";
+    let r = run(&rtapp(text, &cpus(1)), "cfs");
+    assert_eq!(task_cpu(&r, "t"), 6 * NSEC_PER_MSEC, "both runs of both rounds, in order");
+}
