@@ -73,6 +73,30 @@ enum Command {
         #[arg(long)]
         format: Option<String>,
     },
+    /// Replay a recorded trace (tracefs text, trace-cmd report or perf
+    /// script of sched events) on simulated schedulers: each task's bursts,
+    /// sleeps and wakers as recorded, everything else decided by the policy.
+    Replay {
+        /// The trace file (in place of a workload).
+        #[command(flatten)]
+        common: Common,
+        /// Comma-separated schedulers (default: all).
+        #[arg(long, value_delimiter = ',')]
+        sched: Vec<String>,
+        /// Per task: CPU time in the trace beside each scheduler's.
+        #[arg(long)]
+        tasks: bool,
+    },
+    /// Record a command's scheduling on this machine's kernel as an ftrace
+    /// text trace (needs tracefs, i.e. root), for `schedlab replay`.
+    Record {
+        /// Where to write the trace.
+        #[arg(short, long)]
+        output: std::path::PathBuf,
+        /// The command and its arguments, after --.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
     /// Measure simulation speed: events per second on standard workloads.
@@ -252,6 +276,25 @@ fn run(cli: Cli) -> Result<()> {
                 output.display()
             );
         }
+        Command::Replay { common, sched, tasks } => replay(&common, sched, tasks)?,
+        Command::Record { output, command } => {
+            let rec = schedlab_host::record(&command)?;
+            std::fs::write(&output, &rec.text)
+                .with_context(|| format!("cannot write {}: check the directory is writable", output.display()))?;
+            let lines = rec.text.lines().filter(|l| !l.starts_with('#')).count();
+            eprintln!(
+                "{lines} sched events of '{}' written to {} ({})",
+                command.join(" "),
+                output.display(),
+                rec.exit_status
+            );
+            if rec.overrun > 0 {
+                eprintln!(
+                    "schedlab: record: the ring buffers dropped {} events; a replay will miss bursts (record a shorter run)",
+                    rec.overrun
+                );
+            }
+        }
         Command::Host { common, host_opts } => {
             let w = load_workload(&common)?;
             let report = run_host(&w, &host_opts)?;
@@ -263,14 +306,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Compare { common, sched, host, host_opts } => {
             let w = load_workload(&common)?;
-            let names: Vec<String> =
-                if sched.is_empty() { POLICIES.iter().map(|p| p.name.to_string()).collect() } else { sched };
-            for n in &names {
-                if !POLICIES.iter().any(|p| p.name == n) {
-                    // Build once for the error message naming the choices.
-                    schedlab_policies::build(n, &w).map_err(|e| anyhow!(e))?;
-                }
-            }
+            let names = policy_names(sched, &w)?;
             let mut reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
             // The real run goes last and alone, so the simulations do not
             // compete with it for CPUs.
@@ -300,6 +336,66 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,
+    }
+    Ok(())
+}
+
+fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
+    let names: Vec<String> =
+        if sched.is_empty() { POLICIES.iter().map(|p| p.name.to_string()).collect() } else { sched };
+    for n in &names {
+        if !POLICIES.iter().any(|p| p.name == n) {
+            // Build once for the error message naming the choices.
+            schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
+        }
+    }
+    Ok(names)
+}
+
+fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
+    let text = std::fs::read_to_string(&common.workload)
+        .with_context(|| format!("cannot read trace {}: give the path of a recorded trace", common.workload))?;
+    if !common.param.is_empty() {
+        bail!("--param: a trace has no parameters");
+    }
+    let ov = Overrides {
+        cpus: common.cpus,
+        duration: common.duration,
+        seed: common.seed,
+        params: BTreeMap::new(),
+        tunables: common.set.iter().cloned().collect(),
+    };
+    let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &ov)?;
+    let names = policy_names(sched, &w)?;
+    let reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
+    if common.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+        return Ok(());
+    }
+    println!(
+        "replay of {}: {} events, {} tasks, {} CPUs, {} recorded\n",
+        common.workload,
+        recorded.events,
+        w.tasks.len(),
+        w.nr_cpus(),
+        schedlab_sim::time::format_duration(recorded.duration)
+    );
+    print!("{}", render::comparison_table(&reports));
+    if tasks {
+        println!("\nCPU time per task, ms (recorded, then each scheduler):");
+        print!("{:<28} {:>9}", "task", "recorded");
+        for r in &reports {
+            print!(" {:>9}", r.scheduler);
+        }
+        println!();
+        for (name, cpu) in &recorded.cpu_time {
+            print!("{name:<28} {:>9.2}", *cpu as f64 / 1e6);
+            for r in &reports {
+                let sim = r.tasks.iter().find(|t| t.name == *name).map_or(0, |t| t.cpu_time_ns);
+                print!(" {:>9.2}", sim as f64 / 1e6);
+            }
+            println!();
+        }
     }
     Ok(())
 }

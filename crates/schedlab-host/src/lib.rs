@@ -437,6 +437,35 @@ fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadRes
     true
 }
 
+/// What `record` captured.
+pub struct Recording {
+    /// The trace in tracefs's text layout.
+    pub text: String,
+    /// Events the ring buffers dropped (a replay of a trace with drops is
+    /// missing bursts).
+    pub overrun: u64,
+    pub exit_status: std::process::ExitStatus,
+}
+
+/// Runs `command` with the machine's sched events recorded through a
+/// private tracefs instance: everything that ran, so that a replay has the
+/// command's competition too (a filtered trace sees other tasks only when
+/// they switch with the command's, and cannot tell how long they ran).
+pub fn record(command: &[String]) -> Result<Recording, HostError> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
+    let nr_cpus = sys::allowed_cpus().len().max(1);
+    let tracer = tracing::Tracer::with_events(nr_cpus, &tracing::RECORD_EVENTS, "schedlab record", false)
+        .map_err(HostError::Setup)?;
+    tracer.set_on(true);
+    let status = std::process::Command::new(program).args(args).status();
+    tracer.set_on(false);
+    let exit_status = status.map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
+    let (text, overrun) = tracer.text().map_err(HostError::Setup)?;
+    Ok(Recording { text, overrun, exit_status })
+}
+
 pub struct HostRun {
     pub report: Report,
     /// Things the user should know: groups or tracing not used, and why.

@@ -13,6 +13,10 @@ pub struct Tracer {
 }
 
 const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
+/// `schedlab record` adds sched_waking: it is printed in the waker's
+/// context, which is how a replay learns who woke whom.
+pub const RECORD_EVENTS: [&str; 5] =
+    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
 /// Per-CPU ring buffer size in KiB.
 const BUFFER_KB: u32 = 16384;
 
@@ -34,14 +38,18 @@ fn tracefs_root() -> Option<PathBuf> {
 impl Tracer {
     /// Sets up the instance (tracing still off), or says why it cannot.
     pub fn new(nr_cpus: usize) -> Result<Tracer, String> {
-        let root = tracefs_root().ok_or(
-            "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing); \
-             switch counts come from getrusage and run time per switch is absent",
-        )?;
+        Tracer::with_events(nr_cpus, &EVENTS, "exact per-switch data", true)
+    }
+
+    /// Sets up the instance for `events`: of this thread and every thread
+    /// or process it creates from now on (`follow_self`), or of the whole
+    /// machine, as `trace-cmd record -e sched` records.
+    pub fn with_events(nr_cpus: usize, events: &[&str], what: &str, follow_self: bool) -> Result<Tracer, String> {
+        let root =
+            tracefs_root().ok_or("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)")?;
         let dir = root.join("instances").join(format!("schedlab-{}", std::process::id()));
-        std::fs::create_dir(&dir).map_err(|e| {
-            format!("cannot create tracefs instance {} ({e}); run as root for exact per-switch data", dir.display())
-        })?;
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create tracefs instance {} ({e}); run as root for {what}", dir.display()))?;
         let t = Tracer { dir, nr_cpus };
         let set = |file: &str, value: &str| {
             std::fs::write(t.dir.join(file), value).map_err(|e| format!("tracefs {file}: {e}"))
@@ -49,11 +57,13 @@ impl Tracer {
         set("tracing_on", "0")?;
         set("trace_clock", "mono")?;
         set("buffer_size_kb", &BUFFER_KB.to_string())?;
-        set("options/event-fork", "1")?;
-        // The thread that will create the task threads; event-fork adds
-        // every thread it (and they) create.
-        set("set_event_pid", &crate::sys::gettid().to_string())?;
-        for ev in EVENTS {
+        if follow_self {
+            set("options/event-fork", "1")?;
+            // The thread that will create the task threads; event-fork adds
+            // every thread it (and they) create.
+            set("set_event_pid", &crate::sys::gettid().to_string())?;
+        }
+        for ev in events {
             set(&format!("events/sched/{ev}/enable"), "1")?;
         }
         Ok(t)
@@ -65,9 +75,14 @@ impl Tracer {
 
     /// The recorded events, and how many the ring buffers dropped.
     pub fn collect(&self) -> Result<(Vec<SchedEvent>, u64), String> {
+        let (text, overrun) = self.text()?;
+        Ok((ftrace::parse(&text)?, overrun))
+    }
+
+    /// The trace as tracefs prints it, and how many events were dropped.
+    pub fn text(&self) -> Result<(String, u64), String> {
         self.set_on(false);
         let text = std::fs::read_to_string(self.dir.join("trace")).map_err(|e| format!("reading the trace: {e}"))?;
-        let events = ftrace::parse(&text)?;
         let mut overrun = 0;
         for cpu in 0..self.nr_cpus {
             if let Ok(stats) = std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))) {
@@ -78,14 +93,14 @@ impl Tracer {
                     .unwrap_or(0);
             }
         }
-        Ok((events, overrun))
+        Ok((text, overrun))
     }
 }
 
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.set_on(false);
-        for ev in EVENTS {
+        for ev in RECORD_EVENTS {
             let _ = std::fs::write(self.dir.join(format!("events/sched/{ev}/enable")), "0");
         }
         let _ = std::fs::remove_dir(&self.dir);

@@ -240,3 +240,27 @@ fn rt_app_mutex_and_barrier_hold_on_real_threads() {
     assert!(fast.abs_diff(slow) <= 2, "barrier rounds {fast} vs {slow}");
     assert_eq!(task_threads(), 0, "task threads left running after the run");
 }
+
+#[test]
+fn record_then_replay_a_real_command() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cmd: Vec<String> =
+        ["sh", "-c", "timeout 0.2 yes > /dev/null; sleep 0.01"].iter().map(|s| s.to_string()).collect();
+    let rec = match schedlab_host::record(&cmd) {
+        Ok(r) => r,
+        Err(HostError::Setup(why)) => {
+            eprintln!("SKIPPED record_then_replay_a_real_command: tracefs not usable here: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    assert!(rec.exit_status.success());
+    let (w, recorded) =
+        schedlab_sim::replay::workload_from_trace(&rec.text, "live.trace", &Overrides::default()).unwrap();
+    let yes = recorded.cpu_time.iter().find(|(n, _)| n.starts_with("timeout") || n.starts_with("yes"));
+    let (name, cpu) = yes.expect("the yes process is in the trace");
+    // timeout 0.2 yes spins for about 200 ms.
+    assert!((100_000_000..=260_000_000).contains(cpu), "{name} recorded {cpu} ns");
+    assert!(w.tasks.iter().any(|t| t.name == *name));
+    assert!(leftovers("record").is_empty(), "tracefs instance left behind");
+}

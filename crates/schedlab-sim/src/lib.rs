@@ -6,6 +6,7 @@ pub mod engine;
 pub mod ftrace;
 pub mod policy;
 mod queue;
+pub mod replay;
 pub mod report;
 mod rt;
 pub mod rtapp;

@@ -1,0 +1,393 @@
+//! A recorded schedule turned back into a workload: each task's CPU bursts,
+//! sleeps and who woke it, from sched_switch and sched_waking/sched_wakeup
+//! events (tracefs's `trace` text, `trace-cmd report`, or `perf script`).
+//!
+//! A burst is the CPU time a task used from a wakeup until it blocked
+//! (preemptions, prev_state R, do not end it). A wakeup by another traced
+//! task becomes a channel from waker to wakee, the waker signalling at the
+//! point of its burst where it woke the other; a wakeup from interrupt or
+//! idle context, or by an untraced task, becomes a timed sleep of the
+//! recorded length. Kernel priorities give the policy (below 100: FIFO at
+//! 99 - prio; 100-139: nice prio - 120); per-CPU kernel threads ("name/N",
+//! "kworker/N:M") are pinned to their CPU. The simulated scheduler then
+//! decides everything else: placement, order, preemption.
+
+use crate::dist::Dist;
+use crate::ftrace::{self, SchedEvent, SchedEventKind};
+use crate::time::Nanos;
+use crate::topology::{CpuSet, Topology};
+use crate::workload::{
+    Channel, Costs, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError,
+};
+use std::collections::BTreeMap;
+
+/// What the trace itself says each task got, to set beside a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recorded {
+    /// Task name (as in the replayed workload) and CPU time in the trace.
+    pub cpu_time: Vec<(String, Nanos)>,
+    pub events: usize,
+    pub duration: Nanos,
+    pub cpus: u32,
+}
+
+enum Step {
+    Run(Nanos),
+    Sleep(Nanos),
+    Signal(u32),
+    Wait(u32),
+    Exit,
+}
+
+struct Task {
+    comm: String,
+    prio: i32,
+    first_seen: Nanos,
+    running_since: Option<Nanos>,
+    burst: Nanos,
+    cpu_time: Nanos,
+    blocked_since: Option<Nanos>,
+    /// When its latest wakeup was traced.
+    woken_at: Option<Nanos>,
+    steps: Vec<Step>,
+    exited: bool,
+}
+
+impl Task {
+    fn new(comm: &str, prio: i32, at: Nanos) -> Task {
+        Task {
+            comm: comm.to_string(),
+            prio,
+            first_seen: at,
+            running_since: None,
+            burst: 0,
+            cpu_time: 0,
+            blocked_since: None,
+            woken_at: None,
+            steps: Vec::new(),
+            exited: false,
+        }
+    }
+
+    /// Ends the CPU burst so far at `now` (the task keeps running).
+    fn cut_burst(&mut self, now: Nanos) {
+        if let Some(since) = self.running_since.replace(now) {
+            self.burst += now.saturating_sub(since);
+            self.cpu_time += now.saturating_sub(since);
+        }
+        if self.burst > 0 {
+            self.steps.push(Step::Run(std::mem::take(&mut self.burst)));
+        }
+    }
+}
+
+/// `perf script` prints "sched:sched_switch:" where tracefs prints
+/// "sched_switch:"; the fields are the tracepoint's format in both.
+fn normalise(line: &str) -> std::borrow::Cow<'_, str> {
+    if line.contains(": sched:sched_") {
+        std::borrow::Cow::Owned(line.replacen(": sched:sched_", ": sched_", 1))
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    }
+}
+
+/// The waker of a sched_waking line: the task in whose context it was
+/// printed ("comm-pid [cpu]" for tracefs, "comm pid [cpu]" for perf).
+fn context_pid(line: &str) -> Option<u32> {
+    let head = &line[..line.find('[')?];
+    let last = head.split_whitespace().last()?;
+    let pid = last.rsplit('-').next().unwrap_or(last);
+    pid.parse().ok()
+}
+
+/// The CPU a per-CPU kernel thread is bound to, from its name.
+fn percpu_kthread(comm: &str) -> Option<u32> {
+    let (_, tail) = comm.rsplit_once('/')?;
+    tail.split(':').next()?.parse().ok()
+}
+
+pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(Workload, Recorded), WorkloadError> {
+    let err = |line: usize, message: String| WorkloadError { origin: origin.to_string(), line, message };
+    let mut events: Vec<(SchedEvent, Option<u32>)> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = normalise(raw);
+        match ftrace::parse_line(&line) {
+            Ok(Some(ev)) => {
+                let waker = matches!(ev.kind, SchedEventKind::Waking { .. } | SchedEventKind::Wakeup { .. })
+                    .then(|| context_pid(&line))
+                    .flatten();
+                events.push((ev, waker));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(err(i + 1, format!("{e}: {}", raw.trim()))),
+        }
+    }
+    if !events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Switch { .. })) {
+        return Err(err(
+            0,
+            "no sched_switch events: record with the sched_switch and sched_waking events enabled \
+             (schedlab record -- COMMAND does)"
+                .into(),
+        ));
+    }
+    events.sort_by_key(|(e, _)| e.ts);
+    let t0 = events[0].0.ts;
+    let end = events.last().expect("not empty").0.ts;
+    let has_waking = events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Waking { .. }));
+    let max_cpu = events.iter().map(|(e, _)| e.cpu).max().unwrap_or(0);
+
+    let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
+    let mut channels: Vec<(u32, u32)> = Vec::new();
+    let mut chan = |from: u32, to: u32| -> u32 {
+        match channels.iter().position(|&c| c == (from, to)) {
+            Some(i) => i as u32,
+            None => {
+                channels.push((from, to));
+                channels.len() as u32 - 1
+            }
+        }
+    };
+    // When each CPU last switched: a task switched out that was never seen
+    // switched in (6.18 does not always trace the switch out of idle) ran
+    // from then, or from its wakeup if that came later.
+    let mut cpu_last = vec![t0; max_cpu as usize + 1];
+    let mut cpu_curr: Vec<u32> = vec![0; max_cpu as usize + 1];
+    for (ev, waker) in &events {
+        let now = ev.ts;
+        match &ev.kind {
+            SchedEventKind::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio } => {
+                let cpu = ev.cpu as usize;
+                let gap_end = tasks.get(prev_pid).and_then(|t| t.woken_at).unwrap_or(cpu_last[cpu]).max(cpu_last[cpu]);
+                let believed = cpu_curr[cpu];
+                if believed != 0
+                    && believed != *prev_pid
+                    && let Some(q) = tasks.get_mut(&believed)
+                    && let Some(since) = q.running_since.take()
+                {
+                    // The switch away from the task we thought was running
+                    // here was not traced: it ran until the next one began.
+                    q.burst += gap_end.saturating_sub(since);
+                    q.cpu_time += gap_end.saturating_sub(since);
+                    cpu_last[cpu] = gap_end;
+                }
+                if *prev_pid != 0 {
+                    let t = tasks.entry(*prev_pid).or_insert_with(|| Task::new(prev_comm, *prev_prio, t0));
+                    t.prio = *prev_prio;
+                    let since = t.running_since.take().unwrap_or_else(|| cpu_last[cpu].max(t.woken_at.unwrap_or(t0)));
+                    t.burst += now.saturating_sub(since);
+                    t.cpu_time += now.saturating_sub(since);
+                    t.woken_at = None;
+                    if !prev_state.starts_with('R') {
+                        if t.burst > 0 {
+                            t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
+                        }
+                        if prev_state.starts_with('X') || prev_state.starts_with('Z') {
+                            t.steps.push(Step::Exit);
+                            t.exited = true;
+                        } else {
+                            t.blocked_since = Some(now);
+                        }
+                    }
+                }
+                cpu_last[cpu] = now;
+                cpu_curr[cpu] = *next_pid;
+                if *next_pid != 0 {
+                    let t = tasks.entry(*next_pid).or_insert_with(|| Task::new(next_comm, *next_prio, now));
+                    t.running_since = Some(now);
+                    t.woken_at = None;
+                    if let Some(b) = t.blocked_since.take() {
+                        // Woken without a wakeup event in the trace (lost or
+                        // filtered): a timed sleep is all that is known.
+                        t.steps.push(Step::Sleep(now.saturating_sub(b)));
+                    }
+                }
+            }
+            SchedEventKind::Waking { comm, pid, prio, .. }
+            | SchedEventKind::Wakeup { comm, pid, prio, new: false, .. } => {
+                let is_waking = matches!(ev.kind, SchedEventKind::Waking { .. });
+                if has_waking && !is_waking {
+                    continue;
+                }
+                let known_waker =
+                    waker.filter(|w| *w != 0 && *w != *pid && tasks.get(w).is_some_and(|t| t.running_since.is_some()));
+                let first_time = !tasks.contains_key(pid);
+                let t = tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, t0));
+                t.woken_at = Some(now);
+                // A task seen first at its wakeup slept since the trace began.
+                let Some(b) = t.blocked_since.take().or(first_time.then_some(t0)) else { continue };
+                match known_waker {
+                    Some(w) => {
+                        let c = chan(w, *pid);
+                        t.steps.push(Step::Wait(c));
+                        let waker_task = tasks.get_mut(&w).expect("checked above");
+                        waker_task.cut_burst(now);
+                        waker_task.steps.push(Step::Signal(c));
+                    }
+                    None => t.steps.push(Step::Sleep(now.saturating_sub(b))),
+                }
+            }
+            SchedEventKind::Wakeup { comm, pid, prio, new: true, .. } => {
+                tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, now));
+            }
+            SchedEventKind::Migrate { .. } => {}
+        }
+    }
+    // Close what is still open at the end of the trace.
+    for t in tasks.values_mut() {
+        if let Some(since) = t.running_since.take() {
+            t.burst += end.saturating_sub(since);
+            t.cpu_time += end.saturating_sub(since);
+        }
+        if t.burst > 0 {
+            t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
+        }
+        if let Some(b) = t.blocked_since.take() {
+            // Still asleep: sleep past the end rather than exit, so a replay
+            // does not report a makespan the recording never had.
+            t.steps.push(Step::Sleep(end.saturating_sub(b) + 1));
+        }
+    }
+    let tasks: Vec<(u32, Task)> = tasks.into_iter().filter(|(_, t)| !t.steps.is_empty()).collect();
+    if tasks.is_empty() {
+        return Err(err(0, "the trace shows no task running: nothing to replay".into()));
+    }
+
+    let topology = Topology::flat(ov.cpus.unwrap_or(max_cpu + 1));
+    topology.check().map_err(|m| err(0, m))?;
+    let nr_cpus = topology.nr_cpus();
+    let index_of: BTreeMap<u32, usize> = tasks.iter().enumerate().map(|(i, (pid, _))| (*pid, i)).collect();
+    let mut specs = Vec::new();
+    let mut recorded = Vec::new();
+    for (pid, t) in &tasks {
+        let name = format!("{}-{pid}", t.comm);
+        let policy = if t.prio < 100 { SchedPolicy::Fifo((99 - t.prio.max(0)) as u8) } else { SchedPolicy::Normal };
+        let nice = if t.prio >= 100 { (t.prio - 120).clamp(-20, 19) } else { 0 };
+        let affinity = percpu_kthread(&t.comm).filter(|&c| c < nr_cpus).map(|c| {
+            let mut s = CpuSet::empty(nr_cpus);
+            s.insert(c);
+            s
+        });
+        let mut program = Vec::new();
+        for step in &t.steps {
+            match *step {
+                Step::Run(d) => match program.last_mut() {
+                    Some(Op::Run(Dist::Const(prev))) => *prev += d,
+                    _ => program.push(Op::Run(Dist::Const(d))),
+                },
+                Step::Sleep(d) => program.push(Op::Sleep(Dist::Const(d))),
+                Step::Signal(c) => program.push(Op::Signal(c)),
+                Step::Wait(c) => program.push(Op::Wait(c)),
+                Step::Exit => program.push(Op::Exit),
+            }
+        }
+        recorded.push((name.clone(), t.cpu_time));
+        specs.push(TaskSpec {
+            name,
+            count: 1,
+            nice,
+            policy,
+            affinity,
+            per_cpu: false,
+            group: 0,
+            slice: None,
+            start: Dist::Const(t.first_seen.saturating_sub(t0)),
+            template: false,
+            program,
+        });
+    }
+    let channels = channels
+        .iter()
+        .map(|(from, to)| Channel {
+            name: format!("{}->{}", specs[index_of[from]].name, specs[index_of[to]].name),
+            initial: 0,
+        })
+        .collect();
+    let duration = ov.duration.unwrap_or((end - t0).max(1));
+    let w = Workload {
+        name: std::path::Path::new(origin)
+            .file_stem()
+            .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned()),
+        description: format!("replay of {origin}"),
+        duration,
+        seed: ov.seed.unwrap_or(1),
+        machine: Machine { topology, hz: 250, costs: Costs::default() },
+        tunables: ov.tunables.clone(),
+        groups: vec![GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }],
+        tasks: specs,
+        channels,
+        conds: Vec::new(),
+        barriers: Vec::new(),
+    };
+    Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TRACE: &str = "\
+# tracer: nop
+           <idle>-0     [000] d..2.   100.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120
+                a-10    [000] d..2.   100.002000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=R+ ==> next_comm=b next_pid=11 next_prio=120
+                b-11    [000] d..3.   100.003000: sched_waking: comm=c pid=12 prio=120 target_cpu=001
+                b-11    [000] d..2.   100.004000: sched_switch: prev_comm=b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=a next_pid=10 next_prio=120
+           <idle>-0     [001] d..2.   100.004000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=c next_pid=12 next_prio=120
+                a-10    [000] d..2.   100.005000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+           <idle>-0     [000] d.s3.   100.008000: sched_waking: comm=a pid=10 prio=120 target_cpu=000
+           <idle>-0     [000] d..2.   100.008000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=a next_pid=10 next_prio=120
+                c-12    [001] d..2.   100.009000: sched_switch: prev_comm=c prev_pid=12 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+                a-10    [000] d..2.   100.010000: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+
+    #[test]
+    fn bursts_sleeps_and_wakers_are_reconstructed() {
+        let (w, rec) = workload_from_trace(TRACE, "t.trace", &Overrides::default()).unwrap();
+        assert_eq!(w.nr_cpus(), 2);
+        assert_eq!(w.duration, 10_000_000);
+        let prog = |name: &str| &w.tasks.iter().find(|t| t.name == name).unwrap().program;
+        // a: 2 ms, preempted (same burst), 1 ms more, then a timer-like
+        // sleep of 3 ms (woken from softirq), 2 ms, asleep to the end.
+        assert_eq!(
+            prog("a-10"),
+            &vec![
+                Op::Run(Dist::Const(3_000_000)),
+                Op::Sleep(Dist::Const(3_000_000)),
+                Op::Run(Dist::Const(2_000_000)),
+                Op::Sleep(Dist::Const(1)),
+            ]
+        );
+        // b woke c 1 ms into its burst: run 1 ms, signal, run 1 ms.
+        let ch = w.channels.iter().position(|c| c.name == "b-11->c-12").unwrap() as u32;
+        assert_eq!(
+            prog("b-11"),
+            &vec![
+                Op::Run(Dist::Const(1_000_000)),
+                Op::Signal(ch),
+                Op::Run(Dist::Const(1_000_000)),
+                Op::Sleep(Dist::Const(6_000_001))
+            ]
+        );
+        // c slept from the start until b's wakeup, then ran 5 ms and exited.
+        assert_eq!(prog("c-12"), &vec![Op::Wait(ch), Op::Run(Dist::Const(5_000_000)), Op::Exit]);
+        let cpu: BTreeMap<_, _> = rec.cpu_time.into_iter().collect();
+        assert_eq!(cpu["a-10"], 5_000_000);
+        assert_eq!(cpu["b-11"], 2_000_000);
+        assert_eq!(cpu["c-12"], 5_000_000);
+    }
+
+    #[test]
+    fn perf_script_lines_read_like_tracefs_ones() {
+        let perf = "   yes  4242 [001]  5.000000: sched:sched_switch: prev_comm=yes prev_pid=4242 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n   swapper     0 [001]  4.000000: sched:sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=yes next_pid=4242 next_prio=120\n";
+        let (w, rec) = workload_from_trace(perf, "p.txt", &Overrides::default()).unwrap();
+        assert_eq!(w.tasks.len(), 1);
+        assert_eq!(rec.cpu_time, vec![("yes-4242".to_string(), 1_000_000_000)]);
+    }
+
+    #[test]
+    fn per_cpu_kernel_threads_stay_on_their_cpu() {
+        assert_eq!(percpu_kthread("ksoftirqd/3"), Some(3));
+        assert_eq!(percpu_kthread("kworker/1:2"), Some(1));
+        assert_eq!(percpu_kthread("kworker/u8:0"), None);
+        assert_eq!(percpu_kthread("bash"), None);
+    }
+}
