@@ -23,7 +23,7 @@ mod tracing;
 use schedlab_sim::engine::{TaskRng, task_rng};
 use schedlab_sim::ftrace::{SchedEvent, SchedEventKind};
 use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
-use schedlab_sim::workload::{Op, SchedPolicy, TimerMode};
+use schedlab_sim::workload::{Op, SchedPolicy};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -353,22 +353,11 @@ fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadRes
                 if timer_next.len() <= slot {
                     timer_next.resize(slot + 1, None);
                 }
-                let now = sys::now();
-                let next = match *mode {
-                    TimerMode::Periodic => {
-                        let mut next = timer_next[slot].map_or(now + period, |n| n + period);
-                        if next <= now {
-                            next += (now - next) / period * period + period;
-                        }
-                        next
-                    }
-                    TimerMode::RtApp { relative } => {
-                        let next = timer_next[slot].unwrap_or(started) + period;
-                        if next <= now {
-                            timer_next[slot] = Some(if relative { now } else { next });
-                            continue;
-                        }
-                        next
+                let next = match mode.next_expiry(timer_next[slot], period, started, sys::now()) {
+                    Ok(next) => next,
+                    Err(last) => {
+                        timer_next[slot] = Some(last);
+                        continue;
                     }
                 };
                 timer_next[slot] = Some(next);

@@ -9,7 +9,7 @@ use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
 use crate::rt::{RtClass, rt_prio};
 use crate::time::Nanos;
 use crate::topology::CpuId;
-use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, TimerMode, Workload};
+use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, Workload};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use std::collections::VecDeque;
@@ -566,25 +566,13 @@ impl<'w> Engine<'w> {
                     if prog.timer_next.len() <= slot {
                         prog.timer_next.resize(slot + 1, None);
                     }
-                    let created = self.stats[t as usize].created;
-                    let next = match *mode {
-                        TimerMode::Periodic => {
-                            let mut next = prog.timer_next[slot].map_or(now + period, |n| n + period);
-                            if next <= now {
-                                // Overrun: skip to the next period ahead, as a
-                                // periodic timer with missed expiries would.
-                                next += (now - next) / period * period + period;
-                            }
-                            next
-                        }
-                        TimerMode::RtApp { relative } => {
-                            let next = prog.timer_next[slot].unwrap_or(created) + period;
-                            if next <= now {
-                                // rt-app does not sleep for a missed expiry.
-                                prog.timer_next[slot] = Some(if relative { now } else { next });
-                                continue;
-                            }
-                            next
+                    let started = self.stats[t as usize].created;
+                    let next = match mode.next_expiry(prog.timer_next[slot], period, started, now) {
+                        Ok(next) => next,
+                        Err(last) => {
+                            // rt-app does not sleep for a missed expiry.
+                            prog.timer_next[slot] = Some(last);
+                            continue;
                         }
                     };
                     prog.timer_next[slot] = Some(next);

@@ -54,6 +54,30 @@ pub enum TimerMode {
     RtApp { relative: bool },
 }
 
+impl TimerMode {
+    /// The next expiry of a timer whose last one was `last` (None before
+    /// its first use), for a task started at `started`, at time `now`:
+    /// Ok(expiry) to sleep until, or Err(new last) when rt-app would not
+    /// sleep because the expiry has already passed.
+    pub fn next_expiry(self, last: Option<Nanos>, period: Nanos, started: Nanos, now: Nanos) -> Result<Nanos, Nanos> {
+        match self {
+            TimerMode::Periodic => {
+                let mut next = last.map_or(now + period, |n| n + period);
+                if next <= now {
+                    // Overrun: skip to the next period ahead, as a periodic
+                    // timer with missed expiries would.
+                    next += (now - next) / period * period + period;
+                }
+                Ok(next)
+            }
+            TimerMode::RtApp { relative } => {
+                let next = last.unwrap_or(started) + period;
+                if next > now { Ok(next) } else { Err(if relative { now } else { next }) }
+            }
+        }
+    }
+}
+
 /// Scheduling policy of a task, as sched_setscheduler(2) names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
