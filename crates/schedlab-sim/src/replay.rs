@@ -17,7 +17,8 @@ use crate::ftrace::{self, SchedEvent, SchedEventKind};
 use crate::time::Nanos;
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Channel, Costs, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError,
+    Channel, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, index_or_push,
+    name_from_origin,
 };
 use std::collections::BTreeMap;
 
@@ -50,7 +51,6 @@ struct Task {
     /// When its latest wakeup was traced.
     woken_at: Option<Nanos>,
     steps: Vec<Step>,
-    exited: bool,
 }
 
 impl Task {
@@ -65,15 +65,19 @@ impl Task {
             blocked_since: None,
             woken_at: None,
             steps: Vec::new(),
-            exited: false,
         }
+    }
+
+    /// Counts the time it ran from `since` to `until` in its burst.
+    fn ran(&mut self, since: Nanos, until: Nanos) {
+        self.burst += until.saturating_sub(since);
+        self.cpu_time += until.saturating_sub(since);
     }
 
     /// Ends the CPU burst so far at `now` (the task keeps running).
     fn cut_burst(&mut self, now: Nanos) {
         if let Some(since) = self.running_since.replace(now) {
-            self.burst += now.saturating_sub(since);
-            self.cpu_time += now.saturating_sub(since);
+            self.ran(since, now);
         }
         if self.burst > 0 {
             self.steps.push(Step::Run(std::mem::take(&mut self.burst)));
@@ -138,15 +142,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
 
     let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
     let mut channels: Vec<(u32, u32)> = Vec::new();
-    let mut chan = |from: u32, to: u32| -> u32 {
-        match channels.iter().position(|&c| c == (from, to)) {
-            Some(i) => i as u32,
-            None => {
-                channels.push((from, to));
-                channels.len() as u32 - 1
-            }
-        }
-    };
+    let mut chan = |from: u32, to: u32| index_or_push(&mut channels, |&c| c == (from, to), || (from, to));
     // When each CPU last switched: a task switched out that was never seen
     // switched in (6.18 does not always trace the switch out of idle) ran
     // from then, or from its wakeup if that came later.
@@ -166,16 +162,14 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 {
                     // The switch away from the task we thought was running
                     // here was not traced: it ran until the next one began.
-                    q.burst += gap_end.saturating_sub(since);
-                    q.cpu_time += gap_end.saturating_sub(since);
+                    q.ran(since, gap_end);
                     cpu_last[cpu] = gap_end;
                 }
                 if *prev_pid != 0 {
                     let t = tasks.entry(*prev_pid).or_insert_with(|| Task::new(prev_comm, *prev_prio, t0));
                     t.prio = *prev_prio;
                     let since = t.running_since.take().unwrap_or_else(|| cpu_last[cpu].max(t.woken_at.unwrap_or(t0)));
-                    t.burst += now.saturating_sub(since);
-                    t.cpu_time += now.saturating_sub(since);
+                    t.ran(since, now);
                     t.woken_at = None;
                     if !prev_state.starts_with('R') {
                         if t.burst > 0 {
@@ -183,7 +177,6 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                         }
                         if prev_state.starts_with('X') || prev_state.starts_with('Z') {
                             t.steps.push(Step::Exit);
-                            t.exited = true;
                         } else {
                             t.blocked_since = Some(now);
                         }
@@ -235,8 +228,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     // Close what is still open at the end of the trace.
     for t in tasks.values_mut() {
         if let Some(since) = t.running_since.take() {
-            t.burst += end.saturating_sub(since);
-            t.cpu_time += end.saturating_sub(since);
+            t.ran(since, end);
         }
         if t.burst > 0 {
             t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
@@ -304,15 +296,13 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         .collect();
     let duration = ov.duration.unwrap_or((end - t0).max(1));
     let w = Workload {
-        name: std::path::Path::new(origin)
-            .file_stem()
-            .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned()),
+        name: name_from_origin(origin),
         description: format!("replay of {origin}"),
         duration,
         seed: ov.seed.unwrap_or(1),
-        machine: Machine { topology, hz: 250, costs: Costs::default() },
+        machine: Machine::with_defaults(topology),
         tunables: ov.tunables.clone(),
-        groups: vec![GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }],
+        groups: vec![GroupSpec::root()],
         tasks: specs,
         channels,
         conds: Vec::new(),

@@ -22,8 +22,8 @@ use crate::dist::Dist;
 use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Barrier, Channel, Costs, GroupId, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
-    Workload, WorkloadError, takes_time,
+    Barrier, Channel, GroupId, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
+    Workload, WorkloadError, index_or_push, name_from_origin, takes_time,
 };
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::collections::BTreeMap;
@@ -195,13 +195,7 @@ impl Conv<'_> {
     }
 
     fn chan(&mut self, name: &str, initial: u64) -> u32 {
-        match self.channels.iter().position(|c| c.name == name) {
-            Some(i) => i as u32,
-            None => {
-                self.channels.push(Channel { name: name.to_string(), initial });
-                self.channels.len() as u32 - 1
-            }
-        }
+        index_or_push(&mut self.channels, |c| c.name == name, || Channel { name: name.to_string(), initial })
     }
 
     fn mutex(&mut self, name: &str) -> u32 {
@@ -209,13 +203,7 @@ impl Conv<'_> {
     }
 
     fn cond(&mut self, name: &str) -> u32 {
-        match self.conds.iter().position(|c| c == name) {
-            Some(i) => i as u32,
-            None => {
-                self.conds.push(name.to_string());
-                self.conds.len() as u32 - 1
-            }
-        }
+        index_or_push(&mut self.conds, |c| c == name, || name.to_string())
     }
 
     fn policy(&self, obj: &Json, path: &[&str], default: SchedPolicy) -> Result<SchedPolicy, WorkloadError> {
@@ -629,7 +617,7 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         channels: Vec::new(),
         conds: Vec::new(),
         barriers: Vec::new(),
-        groups: vec![GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }],
+        groups: vec![GroupSpec::root()],
         timers: Vec::new(),
     };
     let Json::Obj(sections) = &top else {
@@ -786,15 +774,12 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     }
     let mut tunables = BTreeMap::new();
     tunables.extend(ov.tunables.iter().map(|(k, v)| (k.clone(), *v)));
-    let hz = 250;
     Ok(Workload {
-        name: std::path::Path::new(origin)
-            .file_stem()
-            .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned()),
+        name: name_from_origin(origin),
         description: format!("rt-app workload {origin}"),
         duration,
         seed: ov.seed.unwrap_or(1),
-        machine: Machine { topology, hz, costs: Costs::default() },
+        machine: Machine::with_defaults(topology),
         tunables,
         groups: conv.groups,
         tasks: specs,

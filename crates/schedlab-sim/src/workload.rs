@@ -167,6 +167,26 @@ pub struct TaskSpec {
     pub program: Vec<Op>,
 }
 
+/// The index of the first item `is` accepts, or of `new()` pushed at the
+/// end: how names of channels, conditions and the like become ids.
+pub(crate) fn index_or_push<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> u32 {
+    match items.iter().position(is) {
+        Some(i) => i as u32,
+        None => {
+            items.push(new());
+            items.len() as u32 - 1
+        }
+    }
+}
+
+/// A workload's name when its file gives none: the file name's stem.
+pub(crate) fn name_from_origin(origin: &str) -> String {
+    std::path::Path::new(origin).file_stem().map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+/// CONFIG_HZ when the workload does not say.
+pub const DEFAULT_HZ: u32 = 250;
+
 #[derive(Clone, Debug)]
 pub struct GroupSpec {
     pub name: String,
@@ -209,7 +229,19 @@ pub struct Machine {
     pub costs: Costs,
 }
 
+impl GroupSpec {
+    /// The root cgroup, groups[0] of every workload.
+    pub fn root() -> GroupSpec {
+        GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }
+    }
+}
+
 impl Machine {
+    /// A machine with the default HZ and costs.
+    pub fn with_defaults(topology: Topology) -> Machine {
+        Machine { topology, hz: DEFAULT_HZ, costs: Costs::default() }
+    }
+
     pub fn tick_ns(&self) -> Nanos {
         NSEC_PER_SEC / self.hz as Nanos
     }
@@ -375,7 +407,7 @@ impl Workload {
                 }
                 *h.get_ref()
             }
-            None => 250,
+            None => DEFAULT_HZ,
         };
         let cost = |d: &Option<Dist>, default: Nanos| -> Nanos {
             match d {
@@ -436,7 +468,7 @@ impl Workload {
         params.insert("ncpus".into(), nr_cpus as i64);
 
         // Groups: root first, then in file order; parents must come first.
-        let mut groups = vec![GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }];
+        let mut groups = vec![GroupSpec::root()];
         for g in &file.group {
             let span = g.span();
             let g = g.get_ref();
@@ -567,11 +599,7 @@ impl Workload {
         }
 
         Ok(Workload {
-            name: file.name.unwrap_or_else(|| {
-                std::path::Path::new(origin)
-                    .file_stem()
-                    .map_or_else(|| origin.to_string(), |s| s.to_string_lossy().into_owned())
-            }),
+            name: file.name.unwrap_or_else(|| name_from_origin(origin)),
             description: file.description,
             duration,
             seed: ov.seed.or(file.seed).unwrap_or(1),
@@ -664,13 +692,7 @@ fn compile_ops(
         };
         let mut chan = |v: &toml::Value| -> Result<u32, WorkloadError> {
             let n = name(v)?;
-            Ok(match channels.iter().position(|c| *c == n) {
-                Some(i) => i as u32,
-                None => {
-                    channels.push(n);
-                    channels.len() as u32 - 1
-                }
-            })
+            Ok(index_or_push(channels, |c| *c == n, || n.clone()))
         };
         match kind {
             "run" => out.push(Op::Run(dist(value)?)),
