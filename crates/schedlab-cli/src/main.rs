@@ -1,14 +1,19 @@
 //! `schedlab`: run a workload on simulated schedulers, side by side.
 
 mod bench;
+mod html;
 mod render;
 mod scenarios;
+mod svg;
+mod sweep;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 use schedlab_policies::POLICIES;
+use schedlab_sim::report;
 use schedlab_sim::time::parse_duration;
+use schedlab_sim::timeline::Timeline;
 use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
 use std::collections::BTreeMap;
@@ -49,6 +54,20 @@ enum Command {
         host: bool,
         #[command(flatten)]
         host_opts: HostArgs,
+        /// Per task: CPU share under each scheduler (rows of --csv become
+        /// one per task).
+        #[arg(long)]
+        tasks: bool,
+        /// Also write a self-contained HTML page with plots to this file.
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
+        /// Start of the HTML page's CPU timeline window (default: the middle
+        /// of the run, or its start for runs under a second).
+        #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+        timeline_at: Option<u64>,
+        /// Length of the timeline window.
+        #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "TIME")]
+        timeline_len: u64,
     },
     /// Run a workload as real threads on this machine's kernel.
     Host {
@@ -96,6 +115,35 @@ enum Command {
         /// The command and its arguments, after --.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
+    },
+    /// Run a workload over a grid of parameter values on several
+    /// schedulers, in parallel: CSV of every run, a line plot of a metric.
+    Sweep {
+        #[command(flatten)]
+        common: Common,
+        /// NAME=VALUES to vary: cpus, seed, duration, a [params] entry (or
+        /// `tasks` for the workload's task-count parameter) or a tunable.
+        /// Values are a list, e.g. 1,2,4,...,4096. Repeat for a grid; the
+        /// plot's x axis is the first.
+        #[arg(long, required = true, value_name = "NAME=VALUES")]
+        vary: Vec<String>,
+        /// Comma-separated schedulers (default: all).
+        #[arg(long, value_delimiter = ',')]
+        sched: Vec<String>,
+        /// Report column(s) to tabulate and plot (CSV columns, see
+        /// docs/report-schema.md).
+        #[arg(long, value_delimiter = ',', default_value = "context_switches_per_sec")]
+        metric: Vec<String>,
+        /// Write the CSV here (and print the metric's table) instead of
+        /// printing the CSV.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+        /// Write an SVG line plot of the metric against the first --vary.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<std::path::PathBuf>,
+        /// Worker threads (default: one per CPU).
+        #[arg(long)]
+        jobs: Option<usize>,
     },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
@@ -154,6 +202,10 @@ pub(crate) struct Common {
     /// Print the report as JSON (schema in docs/report-schema.md).
     #[arg(long)]
     json: bool,
+    /// Print the report as CSV, one row per run (or per task with --tasks);
+    /// columns in docs/report-schema.md.
+    #[arg(long, conflicts_with = "json")]
+    csv: bool,
     /// Print log2 histograms of wakeup latency and run time per switch.
     #[arg(long)]
     hist: bool,
@@ -173,14 +225,24 @@ fn parse_kv(s: &str) -> Result<(String, i64), String> {
     Ok((k.trim().to_string(), value))
 }
 
-pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
-    let ov = Overrides {
+/// The command line's changes to the workload.
+pub(crate) fn overrides(c: &Common) -> Overrides {
+    Overrides {
         cpus: c.cpus,
         duration: c.duration,
         seed: c.seed,
         params: c.param.iter().cloned().collect::<BTreeMap<_, _>>(),
         tunables: c.set.iter().cloned().collect::<BTreeMap<_, _>>(),
-    };
+    }
+}
+
+pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
+    load_workload_with(c, &overrides(c))
+}
+
+/// The workload `c` names, read with overrides `ov` in place of the
+/// command line's (a sweep varies them).
+pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload> {
     let path = std::path::Path::new(&c.workload);
     let (text, origin) = if path.exists() {
         let text =
@@ -200,11 +262,11 @@ pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
         if let Some(name) = ov.params.keys().next() {
             bail!("--param {name}: rt-app files have no parameters; edit the JSON instead");
         }
-        return Ok(schedlab_sim::rtapp::from_rtapp_json(&text, &origin, &ov)?);
+        return Ok(schedlab_sim::rtapp::from_rtapp_json(&text, &origin, ov)?);
     }
-    let w = Workload::from_toml(&text, &origin, &ov)?;
+    let w = Workload::from_toml(&text, &origin, ov)?;
     for name in ov.params.keys() {
-        if !text.contains(name.as_str()) {
+        if !w.params.contains_key(name) {
             bail!("--param {name}: the workload has no parameter named '{name}' (see its [params])");
         }
     }
@@ -215,6 +277,61 @@ pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
     let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
     let engine = Engine::new(w, policy, EngineOptions::default());
     engine.run().map_err(|e| anyhow!("{sched}: {e}"))
+}
+
+/// A simulated run that also keeps the schedule between `window.0` and
+/// `window.1`, for the HTML report's timeline.
+pub(crate) fn simulate_with_timeline(
+    w: &Workload,
+    sched: &str,
+    window: (u64, u64),
+) -> Result<(Report, html::TimelineData)> {
+    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
+    let mut timeline = Timeline::new(w, window.0, window.1);
+    let report = Engine::new(w, policy, EngineOptions::default())
+        .with_observer(&mut timeline)
+        .run()
+        .map_err(|e| anyhow!("{sched}: {e}"))?;
+    timeline.finish(report.duration_ns);
+    let data = html::TimelineData {
+        from: timeline.from,
+        to: timeline.to,
+        segments: std::mem::take(&mut timeline.segments),
+        names: std::mem::take(&mut timeline.names),
+    };
+    Ok((report, data))
+}
+
+/// --json or --csv output of a set of reports; false when neither was asked
+/// for. `single` prints a lone report as an object, not an array.
+fn structured_output(c: &Common, reports: &[Report], tasks: bool, single: bool) -> Result<bool> {
+    if c.json {
+        if single && reports.len() == 1 {
+            println!("{}", serde_json::to_string_pretty(&reports[0])?);
+        } else {
+            println!("{}", serde_json::to_string_pretty(reports)?);
+        }
+        return Ok(true);
+    }
+    if !c.csv {
+        return Ok(false);
+    }
+    let mut out = csv::Writer::from_writer(std::io::stdout().lock());
+    if tasks {
+        out.write_record(report::TASK_COLUMNS)?;
+        for r in reports {
+            for rec in r.task_records() {
+                out.write_record(&rec)?;
+            }
+        }
+    } else {
+        out.write_record(report::SUMMARY_COLUMNS)?;
+        for r in reports {
+            out.write_record(r.summary_record())?;
+        }
+    }
+    out.flush()?;
+    Ok(true)
 }
 
 fn main() {
@@ -230,9 +347,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Run { common, sched, tasks } => {
             let w = load_workload(&common)?;
             let report = simulate(&w, &sched)?;
-            if common.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
+            if !structured_output(&common, std::slice::from_ref(&report), tasks, true)? {
                 print!("{}", render::run_summary(&report, common.hist));
                 if tasks {
                     println!();
@@ -298,33 +413,57 @@ fn run(cli: Cli) -> Result<()> {
         Command::Host { common, host_opts } => {
             let w = load_workload(&common)?;
             let report = run_host(&w, &host_opts)?;
-            if common.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
-            } else {
+            if !structured_output(&common, std::slice::from_ref(&report), false, true)? {
                 print!("{}", render::run_summary(&report, common.hist));
             }
         }
-        Command::Compare { common, sched, host, host_opts } => {
+        Command::Compare { common, sched, host, host_opts, tasks, html, timeline_at, timeline_len } => {
             let w = load_workload(&common)?;
             let names = policy_names(sched, &w)?;
-            let mut reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
+            let (mut reports, mut timelines): (Vec<Report>, Vec<Option<html::TimelineData>>) = if html.is_some() {
+                let from = timeline_at.unwrap_or(if w.duration >= 1_000_000_000 {
+                    (w.duration / 2).saturating_sub(timeline_len / 2)
+                } else {
+                    0
+                });
+                let window = (from, from.saturating_add(timeline_len));
+                let runs: Vec<(Report, html::TimelineData)> =
+                    names.par_iter().map(|n| simulate_with_timeline(&w, n, window)).collect::<Result<_>>()?;
+                runs.into_iter().map(|(r, t)| (r, Some(t))).unzip()
+            } else {
+                let reports = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<Vec<_>>>()?;
+                let none = reports.iter().map(|_| None).collect();
+                (reports, none)
+            };
             // The real run goes last and alone, so the simulations do not
             // compete with it for CPUs.
             if host {
                 reports.push(run_host(&w, &host_opts)?);
+                timelines.push(None);
             }
-            if common.json {
-                println!("{}", serde_json::to_string_pretty(&reports)?);
+            let heading = format!(
+                "{}: {} CPUs, HZ={}, {} simulated, seed {}",
+                w.name,
+                w.nr_cpus(),
+                w.machine.hz,
+                schedlab_sim::time::format_duration(w.duration),
+                w.seed
+            );
+            if let Some(path) = &html {
+                let page = html::page(&format!("schedlab: {}", w.name), &heading, &reports, &timelines);
+                std::fs::write(path, page).with_context(|| {
+                    format!("cannot write {}: check the directory exists and is writable", path.display())
+                })?;
+                eprintln!("schedlab: wrote {}", path.display());
+            }
+            if structured_output(&common, &reports, tasks, false)? {
             } else {
-                println!(
-                    "{}: {} CPUs, HZ={}, {} simulated, seed {}\n",
-                    w.name,
-                    w.nr_cpus(),
-                    w.machine.hz,
-                    schedlab_sim::time::format_duration(w.duration),
-                    w.seed
-                );
+                println!("{heading}\n");
                 print!("{}", render::comparison_table(&reports));
+                if tasks {
+                    println!("\nCPU share per task, % of one CPU:");
+                    print!("{}", render::task_share_table(&reports, None));
+                }
                 if common.hist {
                     for r in &reports {
                         println!("\n{}:", r.scheduler);
@@ -334,6 +473,15 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Sweep { common, vary, sched, metric, output, plot, jobs } => sweep::run(sweep::SweepRequest {
+            common: &common,
+            vary: &vary,
+            sched,
+            metrics: &metric,
+            output: output.as_deref(),
+            plot: plot.as_deref(),
+            jobs,
+        })?,
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,
     }
@@ -368,8 +516,7 @@ fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
     let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &ov)?;
     let names = policy_names(sched, &w)?;
     let reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
-    if common.json {
-        println!("{}", serde_json::to_string_pretty(&reports)?);
+    if structured_output(common, &reports, tasks, false)? {
         return Ok(());
     }
     println!(
@@ -383,19 +530,7 @@ fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
     print!("{}", render::comparison_table(&reports));
     if tasks {
         println!("\nCPU time per task, ms (recorded, then each scheduler):");
-        print!("{:<28} {:>9}", "task", "recorded");
-        for r in &reports {
-            print!(" {:>9}", r.scheduler);
-        }
-        println!();
-        for (name, cpu) in &recorded.cpu_time {
-            print!("{name:<28} {:>9.2}", *cpu as f64 / 1e6);
-            for r in &reports {
-                let sim = r.tasks.iter().find(|t| t.name == *name).map_or(0, |t| t.cpu_time_ns);
-                print!(" {:>9.2}", sim as f64 / 1e6);
-            }
-            println!();
-        }
+        print!("{}", render::task_share_table(&reports, Some(&recorded.cpu_time)));
     }
     Ok(())
 }
@@ -432,6 +567,7 @@ pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> C
         set: Vec::new(),
         param: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         json: false,
+        csv: false,
         hist: false,
     }
 }

@@ -50,9 +50,6 @@ fn table_rows(reports: &[Report]) -> String {
     for r in reports {
         let secs = r.duration_ns.max(1) as f64 / 1e9;
         let t = &r.totals;
-        let shares: Vec<f64> = r.tasks.iter().map(|t| t.cpu_share_pct).collect();
-        let (min, max) = shares.iter().fold((f64::MAX, 0.0f64), |(a, b), &s| (a.min(s), b.max(s)));
-        let avg = shares.iter().sum::<f64>() / shares.len().max(1) as f64;
         let w = &r.wakeup_latency;
         let wake = |v: u64| if w.count == 0 { "-".to_string() } else { us(v) };
         rows.push(vec![
@@ -60,7 +57,7 @@ fn table_rows(reports: &[Report]) -> String {
             format!("{:.0}", t.context_switches_per_sec),
             format!("{:.0}", t.involuntary_switches as f64 / secs),
             format!("{:.1}", t.migrations as f64 / secs),
-            if shares.is_empty() { "-".into() } else { format!("{min:.1}/{avg:.1}/{max:.1}") },
+            r.share_range().map_or("-".into(), |(min, avg, max)| format!("{min:.1}/{avg:.1}/{max:.1}")),
             format!("{:.3}", t.jain_fairness),
             wake(w.mean),
             wake(w.p99),
@@ -218,4 +215,36 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
         out.push_str(&log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
     }
     out
+}
+
+/// One row per task, one column per report: CPU time in ms beside the
+/// recorded time when `recorded` is given (replay), else CPU share in % of
+/// one CPU (compare).
+pub fn task_share_table(reports: &[Report], recorded: Option<&[(String, u64)]>) -> String {
+    let mut headers = vec!["task"];
+    if recorded.is_some() {
+        headers.push("recorded");
+    }
+    headers.extend(reports.iter().map(|r| r.scheduler.as_str()));
+    let names: Vec<(String, Option<u64>)> = match recorded {
+        Some(rec) => rec.iter().map(|(n, ns)| (n.clone(), Some(*ns))).collect(),
+        None => reports.first().map_or(Vec::new(), |r| r.tasks.iter().map(|t| (t.name.clone(), None)).collect()),
+    };
+    let rows: Vec<Vec<String>> = names
+        .into_iter()
+        .map(|(name, rec)| {
+            let mut row = vec![name.clone()];
+            row.extend(rec.map(|ns| format!("{:.2}", ns as f64 / 1e6)));
+            for r in reports {
+                let task = r.tasks.iter().find(|t| t.name == name);
+                row.push(match (task, recorded.is_some()) {
+                    (None, _) => "-".into(),
+                    (Some(t), true) => format!("{:.2}", t.cpu_time_ns as f64 / 1e6),
+                    (Some(t), false) => format!("{:.2}", t.cpu_share_pct),
+                });
+            }
+            row
+        })
+        .collect();
+    table(&headers, &rows)
 }

@@ -85,3 +85,71 @@ fn list_names_schedulers_tunables_and_scenarios() {
         assert!(text.contains(needle), "list lacks {needle}");
     }
 }
+
+#[test]
+fn csv_has_one_row_per_run_and_conserves_cpu_time() {
+    let out = schedlab(&["compare", "smp-fairness", "--duration", "200ms", "--sched", "cfs,eevdf,bfs", "--csv"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let headers = reader.headers().expect("a header row").clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a well-formed row")).collect();
+    let scheds: Vec<&str> = rows.iter().map(|r| &r[col("scheduler")]).collect();
+    assert_eq!(scheds, ["cfs", "eevdf", "bfs"]);
+    for r in &rows {
+        assert_eq!(&r[col("schema_version")], "1");
+        assert_eq!(r.len(), headers.len());
+        let n = |c: &str| r[col(c)].parse::<f64>().unwrap_or_else(|_| panic!("{c} is not a number: {:?}", &r[col(c)]));
+        assert_eq!(n("busy_ns") + n("idle_ns"), n("cpus") * n("duration_ns"), "busy + idle = CPUs x wall time");
+        // No task sleeps: the wakeup histogram is empty and its cells too.
+        assert_eq!(&r[col("wakeup_count")], "0");
+        assert_eq!(&r[col("wakeup_p99_ns")], "");
+    }
+
+    let out = schedlab(&["run", "smp-fairness", "--duration", "200ms", "--sched", "cfs", "--csv", "--tasks"]);
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let share = reader.headers().expect("header").iter().position(|h| h == "cpu_share_pct").expect("share column");
+    let shares: Vec<f64> = reader.records().map(|r| r.expect("row")[share].parse().expect("a number")).collect();
+    assert_eq!(shares.len(), 10, "one row per hog");
+    let total: f64 = shares.iter().sum();
+    assert!((total - 800.0).abs() < 1.0, "10 hogs on 8 CPUs share 800% of one CPU, got {total}");
+}
+
+#[test]
+fn sweep_writes_a_csv_row_per_point_and_scheduler_and_a_plot() {
+    let plot = temp_file("sweep.svg", "");
+    let out = schedlab(&[
+        "sweep",
+        "thread-test",
+        "--vary",
+        "tasks=1,2,...,4",
+        "--sched",
+        "cfs,bfs",
+        "--duration",
+        "200ms",
+        "--plot",
+        plot.to_str().expect("utf-8 path"),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // Piped: no progress bar, only the closing summary lines.
+    assert!(!err.contains('\r') && !err.contains("elapsed"), "progress bar drawn into a pipe: {err}");
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let headers = reader.headers().expect("header").clone();
+    assert_eq!(&headers[0], "tasks");
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("row")).collect();
+    let got: Vec<(String, String)> = rows.iter().map(|r| (r[0].to_string(), r[3].to_string())).collect();
+    let want: Vec<(String, String)> =
+        [1, 2, 4].iter().flat_map(|n| ["cfs", "bfs"].map(|s| (n.to_string(), s.to_string()))).collect();
+    assert_eq!(got, want);
+    // One spinner never switches; two or more on one CPU do.
+    let switches = headers.iter().position(|h| h == "context_switches").expect("column");
+    assert_eq!(&rows[0][switches], "0");
+    assert!(rows[2][switches].parse::<u64>().expect("number") > 0);
+    let svg = std::fs::read_to_string(&plot).expect("plot written");
+    assert!(svg.starts_with("<svg") && svg.contains("polyline") && svg.contains(">bfs</text>"), "{svg}");
+
+    fails_with(&["sweep", "thread-test", "--vary", "threads=1,x"], "'x' is not an integer");
+    fails_with(&["sweep", "thread-test", "--vary", "threads=1,2", "--metric", "nope"], "--metric nope");
+    fails_with(&["sweep", "smp-fairness", "--vary", "cpus=0,2"], "above zero");
+}

@@ -205,3 +205,39 @@ fn thread_test_switch_rate_is_flat_in_thread_count() {
         assert!((235.0..=265.0).contains(&s), "{n} threads: {s} switches/s");
     }
 }
+
+#[test]
+fn cfs_5_13_base_slice_keeps_light_tasks_at_min_granularity() {
+    // A nice-0 and a nice-19 spinner on one CPU, slices ended by HRTICK.
+    // 2 CPUs: sched_latency 12 ms, min_granularity 1.5 ms. The nice-19
+    // task's share of the period is 12 ms x 15/1039 = 173 us; 5.13's
+    // BASE_SLICE raises it to 1.5 ms, 5.12 (BASE_SLICE off) keeps it.
+    let text = |base_slice: bool| {
+        format!(
+            r#"
+duration = "2s"
+[machine]
+cpus = 2
+[tunables]
+HRTICK = true
+BASE_SLICE = {base_slice}
+ALT_PERIOD = {base_slice}
+[[task]]
+name = "normal"
+affinity = "0"
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+[[task]]
+name = "light"
+nice = 19
+affinity = "0"
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+"#
+        )
+    };
+    let light_p50 =
+        |r: &schedlab_sim::Report| r.specs.iter().find(|s| s.name == "light").expect("spec").runtime_per_switch.p50;
+    let v5_13 = run(&workload(&text(true)), "cfs");
+    assert!((1_450_000..=1_560_000).contains(&light_p50(&v5_13)), "5.13+: {}", light_p50(&v5_13));
+    let v5_12 = run(&workload(&text(false)), "cfs");
+    assert!((165_000..=185_000).contains(&light_p50(&v5_12)), "5.12: {}", light_p50(&v5_12));
+}

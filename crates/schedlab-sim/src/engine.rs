@@ -901,11 +901,7 @@ impl<'w> Engine<'w> {
                 let s = &self.stats[t];
                 let spec = &w.tasks[info.spec as usize];
                 TaskRaw {
-                    name: if spec.count > 1 || spec.template {
-                        format!("{}-{}", spec.name, t)
-                    } else {
-                        spec.name.clone()
-                    },
+                    name: spec.task_name(t as TaskId),
                     spec: info.spec,
                     cpu_time: info.sum_exec,
                     created: s.created,

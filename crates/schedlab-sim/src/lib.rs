@@ -11,6 +11,7 @@ pub mod report;
 mod rt;
 pub mod rtapp;
 pub mod time;
+pub mod timeline;
 pub mod topology;
 pub mod trace_out;
 pub mod workload;

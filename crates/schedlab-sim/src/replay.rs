@@ -298,6 +298,8 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     let w = Workload {
         name: name_from_origin(origin),
         description: format!("replay of {origin}"),
+        params: BTreeMap::new(),
+        count_params: Vec::new(),
         duration,
         seed: ov.seed.unwrap_or(1),
         machine: Machine::with_defaults(topology),

@@ -363,6 +363,172 @@ pub fn assemble(
     }
 }
 
+/// Columns of the CSV summary (one row per report), in order. The CSV
+/// carries the same `schema_version` as the JSON; docs/report-schema.md
+/// describes both.
+pub const SUMMARY_COLUMNS: &[&str] = &[
+    "schema_version",
+    "source",
+    "scheduler",
+    "workload",
+    "seed",
+    "cpus",
+    "hz",
+    "duration_ns",
+    "context_switches",
+    "context_switches_per_sec",
+    "voluntary_switches",
+    "involuntary_switches",
+    "migrations",
+    "jain_fairness",
+    "cpu_share_min_pct",
+    "cpu_share_avg_pct",
+    "cpu_share_max_pct",
+    "work_done_ns",
+    "throughput_runs_per_sec",
+    "makespan_ns",
+    "busy_ns",
+    "idle_ns",
+    "utilization_pct",
+    "events",
+    "wakeup_count",
+    "wakeup_min_ns",
+    "wakeup_mean_ns",
+    "wakeup_p50_ns",
+    "wakeup_p90_ns",
+    "wakeup_p99_ns",
+    "wakeup_p999_ns",
+    "wakeup_max_ns",
+    "runtime_per_switch_count",
+    "runtime_per_switch_min_ns",
+    "runtime_per_switch_mean_ns",
+    "runtime_per_switch_p50_ns",
+    "runtime_per_switch_p90_ns",
+    "runtime_per_switch_p99_ns",
+    "runtime_per_switch_p999_ns",
+    "runtime_per_switch_max_ns",
+];
+
+/// Columns of the per-task CSV (one row per task per report).
+pub const TASK_COLUMNS: &[&str] = &[
+    "schema_version",
+    "source",
+    "scheduler",
+    "workload",
+    "task",
+    "spec",
+    "cpu_time_ns",
+    "cpu_share_pct",
+    "run_delay_ns",
+    "wakeups",
+    "wakeup_latency_avg_ns",
+    "wakeup_latency_max_ns",
+    "voluntary_switches",
+    "involuntary_switches",
+    "migrations",
+    "exited_at_ns",
+];
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn hist_cells(h: &HistSummary, out: &mut Vec<String>) {
+    out.push(h.count.to_string());
+    // An empty histogram has no extremes or percentiles: empty cells, not zeros.
+    for v in [h.min, h.mean, h.p50, h.p90, h.p99, h.p999, h.max] {
+        out.push(if h.count == 0 { String::new() } else { v.to_string() });
+    }
+}
+
+impl Report {
+    /// (min, avg, max) of the tasks' CPU share in percent of one CPU.
+    pub fn share_range(&self) -> Option<(f64, f64, f64)> {
+        if self.tasks.is_empty() {
+            return None;
+        }
+        let shares = self.tasks.iter().map(|t| t.cpu_share_pct);
+        let min = shares.clone().fold(f64::INFINITY, f64::min);
+        let max = shares.clone().fold(0.0, f64::max);
+        Some((min, shares.sum::<f64>() / self.tasks.len() as f64, max))
+    }
+
+    /// This report as one record of [`SUMMARY_COLUMNS`].
+    pub fn summary_record(&self) -> Vec<String> {
+        let t = &self.totals;
+        let share = self.share_range();
+        let mut out = vec![
+            self.schema_version.to_string(),
+            self.source.clone(),
+            self.scheduler.clone(),
+            self.workload.clone(),
+            self.seed.to_string(),
+            self.cpus.to_string(),
+            self.hz.to_string(),
+            self.duration_ns.to_string(),
+            t.context_switches.to_string(),
+            t.context_switches_per_sec.to_string(),
+            t.voluntary_switches.to_string(),
+            t.involuntary_switches.to_string(),
+            t.migrations.to_string(),
+            t.jain_fairness.to_string(),
+            opt(share.map(|s| s.0)),
+            opt(share.map(|s| s.1)),
+            opt(share.map(|s| s.2)),
+            t.work_done_ns.to_string(),
+            t.throughput_runs_per_sec.to_string(),
+            opt(t.makespan_ns),
+            t.busy_ns.to_string(),
+            t.idle_ns.to_string(),
+            t.utilization_pct.to_string(),
+            t.events.to_string(),
+        ];
+        hist_cells(&self.wakeup_latency, &mut out);
+        hist_cells(&self.runtime_per_switch, &mut out);
+        debug_assert_eq!(out.len(), SUMMARY_COLUMNS.len());
+        out
+    }
+
+    /// A numeric summary column by name (see [`SUMMARY_COLUMNS`]); `None`
+    /// when the column is not numeric or has no value in this report.
+    pub fn metric(&self, column: &str) -> Option<f64> {
+        let i = SUMMARY_COLUMNS.iter().position(|c| *c == column)?;
+        self.summary_record()[i].parse().ok()
+    }
+
+    /// The tasks as records of [`TASK_COLUMNS`].
+    pub fn task_records(&self) -> Vec<Vec<String>> {
+        self.tasks
+            .iter()
+            .map(|t| {
+                vec![
+                    self.schema_version.to_string(),
+                    self.source.clone(),
+                    self.scheduler.clone(),
+                    self.workload.clone(),
+                    t.name.clone(),
+                    t.spec.to_string(),
+                    t.cpu_time_ns.to_string(),
+                    t.cpu_share_pct.to_string(),
+                    t.run_delay_ns.to_string(),
+                    t.wakeups.to_string(),
+                    opt(t.wakeup_latency_avg_ns),
+                    opt(t.wakeup_latency_max_ns),
+                    t.voluntary_switches.to_string(),
+                    t.involuntary_switches.to_string(),
+                    t.migrations.to_string(),
+                    opt(t.exited_at_ns),
+                ]
+            })
+            .collect()
+    }
+}
+
+/// Names of the numeric summary columns, for error messages.
+pub fn numeric_columns() -> Vec<&'static str> {
+    SUMMARY_COLUMNS.iter().copied().filter(|c| !matches!(*c, "source" | "scheduler" | "workload")).collect()
+}
+
 /// Jain's fairness index: (sum x)^2 / (n * sum x^2).
 pub fn jain_index(values: &[f64]) -> f64 {
     let n = values.len() as f64;

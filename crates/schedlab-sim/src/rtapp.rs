@@ -777,6 +777,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     Ok(Workload {
         name: name_from_origin(origin),
         description: format!("rt-app workload {origin}"),
+        params: BTreeMap::new(),
+        count_params: Vec::new(),
         duration,
         seed: ov.seed.unwrap_or(1),
         machine: Machine::with_defaults(topology),

@@ -167,6 +167,14 @@ pub struct TaskSpec {
     pub program: Vec<Op>,
 }
 
+impl TaskSpec {
+    /// The name reports give task `id` made from this spec: the spec's name,
+    /// numbered by task id when the spec makes several tasks.
+    pub fn task_name(&self, id: u32) -> String {
+        if self.count > 1 || self.template { format!("{}-{id}", self.name) } else { self.name.clone() }
+    }
+}
+
 /// The index of the first item `is` accepts, or of `new()` pushed at the
 /// end: how names of channels, conditions and the like become ids.
 pub(crate) fn index_or_push<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> u32 {
@@ -252,6 +260,10 @@ impl Machine {
 pub struct Workload {
     pub name: String,
     pub description: String,
+    /// The file's [params] with the values in force (overrides applied).
+    pub params: BTreeMap<String, i64>,
+    /// The [params] that some [[task]] uses as its `count`.
+    pub count_params: Vec<String>,
     pub duration: Nanos,
     pub seed: u64,
     pub machine: Machine,
@@ -510,6 +522,7 @@ impl Workload {
         }
         let mut channels: Vec<String> = Vec::new();
         let mut tasks = Vec::new();
+        let mut count_params = Vec::new();
         for spanned in &file.task {
             let span = spanned.span();
             let t = spanned.get_ref();
@@ -518,6 +531,9 @@ impl Workload {
                 None => 1,
                 Some(Count::Fixed(n)) => *n,
                 Some(Count::Param(p)) => {
+                    if !count_params.contains(p) {
+                        count_params.push(p.clone());
+                    }
                     let v = params.get(p).ok_or_else(|| {
                         here(format!("count = \"{p}\" names no parameter: add it under [params] or pass --param {p}=N"))
                     })?;
@@ -601,6 +617,8 @@ impl Workload {
         Ok(Workload {
             name: file.name.unwrap_or_else(|| name_from_origin(origin)),
             description: file.description,
+            params: file.params.keys().filter_map(|k| Some((k.clone(), *params.get(k)?))).collect(),
+            count_params,
             duration,
             seed: ov.seed.or(file.seed).unwrap_or(1),
             machine: Machine { topology, hz, costs },

@@ -523,11 +523,18 @@ impl Fair {
         if nr > self.tun.nr_latency() { nr * self.tun.sched_min_granularity_ns } else { self.tun.sched_latency_ns }
     }
 
-    /// sched_slice with ALT_PERIOD and BASE_SLICE (5.13+ defaults).
+    /// sched_slice. ALT_PERIOD and BASE_SLICE came with Linux 5.13 (commit
+    /// 0c2de3f054a5, "sched,fair: Alternative sched_slice()"), on by
+    /// default; both off gives 5.12's slice.
     fn sched_slice(&self, se: u32) -> u64 {
         let e = &self.ents[se as usize];
         let cpu = self.rqs[e.rq as usize].cpu;
-        let nr = self.rqs[self.root(cpu) as usize].h_nr_running as u64 + u64::from(!e.on_rq);
+        let nr_running = if self.tun.features.alt_period {
+            self.rqs[self.root(cpu) as usize].h_nr_running
+        } else {
+            self.rqs[e.rq as usize].nr_queued
+        };
+        let nr = nr_running as u64 + u64::from(!e.on_rq);
         let mut slice = self.sched_period(nr);
         let mut cur = se;
         loop {
@@ -541,7 +548,7 @@ impl Fair {
             }
             cur = up;
         }
-        slice.max(self.tun.sched_min_granularity_ns)
+        if self.tun.features.base_slice { slice.max(self.tun.sched_min_granularity_ns) } else { slice }
     }
 
     fn sched_vslice(&self, se: u32) -> i64 {

@@ -32,6 +32,8 @@ pub struct FairTunables {
 pub struct Features {
     pub gentle_fair_sleepers: bool,
     pub start_debit: bool,
+    pub alt_period: bool,
+    pub base_slice: bool,
     pub next_buddy: bool,
     pub last_buddy: bool,
     pub wakeup_preemption: bool,
@@ -51,6 +53,8 @@ impl Features {
         Features {
             gentle_fair_sleepers: true,
             start_debit: true,
+            alt_period: true,
+            base_slice: true,
             next_buddy: false,
             last_buddy: true,
             wakeup_preemption: true,
@@ -76,6 +80,12 @@ impl Features {
                 ("GENTLE_FAIR_SLEEPERS", &mut self.gentle_fair_sleepers, "sleeper credit is half of sched_latency"),
                 ("START_DEBIT", &mut self.start_debit, "new tasks start one vslice behind"),
                 ("LAST_BUDDY", &mut self.last_buddy, "prefer the task preempted at wakeup"),
+                (
+                    "ALT_PERIOD",
+                    &mut self.alt_period,
+                    "the period counts every task on the CPU, not the entity's cfs_rq (5.13+; off = 5.12)",
+                ),
+                ("BASE_SLICE", &mut self.base_slice, "no slice below sched_min_granularity (5.13+; off = 5.12)"),
             ]),
             Variant::Eevdf => all.extend([
                 ("PLACE_LAG", &mut self.place_lag, "a waking task keeps its lag"),

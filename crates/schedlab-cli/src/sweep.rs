@@ -1,0 +1,345 @@
+//! `schedlab sweep`: one workload over a grid of parameter values and
+//! schedulers, run in parallel on every core, written as CSV with a line
+//! plot of a metric against the first varied parameter, one line per
+//! scheduler.
+
+use crate::{Common, load_workload_with, overrides, policy_names, simulate, svg};
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use schedlab_sim::report::{SUMMARY_COLUMNS, numeric_columns};
+use schedlab_sim::time::parse_duration;
+use schedlab_sim::{Overrides, Report};
+
+/// What a `--vary NAME=...` changes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Dim {
+    Cpus,
+    Seed,
+    Duration,
+    /// A [params] entry of the workload.
+    Param(String),
+    /// A scheduler tunable, as `--set` takes it.
+    Tunable(String),
+}
+
+/// One varied parameter: the name the user gave, what it changes, values.
+#[derive(Clone, Debug)]
+pub struct Axis {
+    pub name: String,
+    pub dim: Dim,
+    pub values: Vec<i64>,
+}
+
+/// Values as `1,2,4,...,4096` (geometric when the first two have a whole
+/// ratio that lands on the end, else arithmetic) or a plain list;
+/// durations may carry units (`1ms,2ms`).
+pub fn parse_values(name: &str, text: &str) -> Result<Vec<i64>> {
+    let parse_one = |v: &str| -> Result<i64> {
+        let v = v.trim();
+        if v.ends_with('s') {
+            return parse_duration(v).map(|ns| ns as i64).map_err(|e| anyhow::anyhow!("--vary {name}: {e}"));
+        }
+        v.parse::<i64>().with_context(|| format!("--vary {name}: '{v}' is not an integer"))
+    };
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < parts.len() {
+        if parts[i] == "..." {
+            let (Some(&a), Some(&b), Some(end)) =
+                (out.len().checked_sub(2).map(|k: usize| -> &i64 { &out[k] }), out.last(), parts.get(i + 1))
+            else {
+                bail!("--vary {name}: '...' needs two values before it and one after, e.g. 1,2,4,...,4096");
+            };
+            let end = parse_one(end)?;
+            if a == b {
+                bail!("--vary {name}: '...' needs two different values before it");
+            }
+            // Geometric when the ratio is whole and the series lands on the
+            // end (1,2,4,...,4096), else arithmetic (10,20,...,50).
+            let step = |geometric: bool, v: i64| if geometric { v.checked_mul(b / a) } else { v.checked_add(b - a) };
+            let series = |geometric: bool| -> Vec<i64> {
+                let mut vals = Vec::new();
+                let mut v = b;
+                while let Some(n) = step(geometric, v) {
+                    if (b > a && n > end) || (b < a && n < end) || vals.len() > 100_000 {
+                        break;
+                    }
+                    vals.push(n);
+                    v = n;
+                }
+                vals
+            };
+            let geometric = a > 0 && b > a && b % a == 0 && series(true).last() == Some(&end);
+            let more = series(geometric);
+            if more.last() != Some(&end) && b != end {
+                bail!("--vary {name}: the series {a},{b},... does not reach {end}");
+            }
+            if more.len() > 100_000 {
+                bail!("--vary {name}: '{text}' makes more than 100,000 values");
+            }
+            out.extend(more);
+            i += 2;
+        } else {
+            out.push(parse_one(parts[i])?);
+            i += 1;
+        }
+    }
+    if out.is_empty() {
+        bail!("--vary {name}: no values");
+    }
+    Ok(out)
+}
+
+/// Reads `NAME=VALUES` against the workload: cpus, seed, duration, one of
+/// its [params], `tasks` for its only task-count parameter, or else a
+/// scheduler tunable.
+pub fn parse_axis(spec: &str, params: &[String], count_params: &[String]) -> Result<Axis> {
+    let Some((name, values)) = spec.split_once('=') else {
+        bail!("--vary '{spec}' is not NAME=VALUES, e.g. --vary threads=1,2,4,...,4096");
+    };
+    let name = name.trim();
+    let dim = match name {
+        "cpus" => Dim::Cpus,
+        "seed" => Dim::Seed,
+        "duration" => Dim::Duration,
+        p if params.iter().any(|x| x == p) => Dim::Param(p.to_string()),
+        "tasks" => match count_params {
+            [one] => Dim::Param(one.clone()),
+            [] => bail!("--vary tasks: no [[task]] of this workload takes its count from a [params] entry"),
+            many => {
+                bail!("--vary tasks: the workload has several task-count parameters ({}); name one", many.join(", "))
+            }
+        },
+        t => Dim::Tunable(t.to_string()),
+    };
+    let values = parse_values(name, values)?;
+    if matches!(dim, Dim::Cpus | Dim::Duration) && values.iter().any(|v| *v <= 0) {
+        bail!("--vary {name}: values must be above zero");
+    }
+    Ok(Axis { name: name.to_string(), dim, values })
+}
+
+fn apply(ov: &mut Overrides, dim: &Dim, v: i64) {
+    match dim {
+        Dim::Cpus => ov.cpus = Some(v as u32),
+        Dim::Seed => ov.seed = Some(v as u64),
+        Dim::Duration => ov.duration = Some(v as u64),
+        Dim::Param(p) => {
+            ov.params.insert(p.clone(), v);
+        }
+        Dim::Tunable(t) => {
+            ov.tunables.insert(t.clone(), v);
+        }
+    }
+}
+
+pub struct SweepRequest<'a> {
+    pub common: &'a Common,
+    pub vary: &'a [String],
+    pub sched: Vec<String>,
+    pub metrics: &'a [String],
+    pub output: Option<&'a std::path::Path>,
+    pub plot: Option<&'a std::path::Path>,
+    pub jobs: Option<usize>,
+}
+
+/// One run of the grid: the varied values in axis order, and its report.
+pub struct Point {
+    pub values: Vec<i64>,
+    pub report: Report,
+}
+
+/// Every combination of the axes' values (row-major, the first axis
+/// outermost) on every scheduler (innermost), run in parallel on
+/// `threads` threads with a progress bar when stderr is a terminal.
+pub fn run_grid(c: &Common, base: &Overrides, axes: &[Axis], names: &[String], threads: usize) -> Result<Vec<Point>> {
+    let mut grid: Vec<Vec<i64>> = vec![Vec::new()];
+    for a in axes {
+        grid = grid.into_iter().flat_map(|g| a.values.iter().map(move |v| [g.clone(), vec![*v]].concat())).collect();
+    }
+    let jobs: Vec<(Vec<i64>, &str)> =
+        grid.iter().flat_map(|g| names.iter().map(move |n| (g.clone(), n.as_str()))).collect();
+    // indicatif draws nothing when stderr is not a terminal.
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} runs, {elapsed} elapsed, ~{eta} left")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let run_one = |(values, sched): &(Vec<i64>, &str)| -> Result<Point> {
+        let mut ov = base.clone();
+        for (a, v) in axes.iter().zip(values) {
+            apply(&mut ov, &a.dim, *v);
+        }
+        let at: Vec<String> = axes.iter().zip(values).map(|(a, v)| format!("{}={v}", a.name)).collect();
+        let w = load_workload_with(c, &ov).with_context(|| at.join(" "))?;
+        let report = simulate(&w, sched).with_context(|| at.join(" "))?;
+        bar.inc(1);
+        Ok(Point { values: values.clone(), report })
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().context("cannot start worker threads")?;
+    let points = pool.install(|| jobs.par_iter().map(run_one).collect::<Result<Vec<_>>>());
+    bar.finish_and_clear();
+    points
+}
+
+pub fn run(req: SweepRequest) -> Result<()> {
+    let c = req.common;
+    let base = overrides(c);
+    let w = load_workload_with(c, &base)?;
+    if req.vary.is_empty() {
+        bail!("sweep needs at least one --vary NAME=VALUES, e.g. --vary threads=1,2,4,...,4096");
+    }
+    let params: Vec<String> = w.params.keys().cloned().collect();
+    let axes: Vec<Axis> = req.vary.iter().map(|v| parse_axis(v, &params, &w.count_params)).collect::<Result<_>>()?;
+    let known = numeric_columns();
+    for m in req.metrics {
+        if !known.contains(&m.as_str()) {
+            bail!("--metric {m}: not a numeric report column; choose from {}", known.join(", "));
+        }
+    }
+    let names = policy_names(req.sched, &w)?;
+    let threads = req.jobs.unwrap_or_else(rayon::current_num_threads).max(1);
+    let started = std::time::Instant::now();
+    let points = run_grid(c, &base, &axes, &names, threads)?;
+    let wall = started.elapsed().as_secs_f64();
+    let events: u64 = points.iter().map(|p| p.report.totals.events).sum();
+    eprintln!(
+        "schedlab: sweep: {} runs in {wall:.2} s on {threads} thread{} ({:.1} M events/s)",
+        points.len(),
+        if threads == 1 { "" } else { "s" },
+        events as f64 / wall.max(1e-9) / 1e6
+    );
+
+    let mut csv_out = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+    header.extend(SUMMARY_COLUMNS);
+    csv_out.write_record(&header)?;
+    for p in &points {
+        let mut rec: Vec<String> = p.values.iter().map(i64::to_string).collect();
+        rec.extend(p.report.summary_record());
+        csv_out.write_record(&rec)?;
+    }
+    let csv_bytes = csv_out.into_inner().context("writing CSV")?;
+    match req.output {
+        Some(path) => {
+            std::fs::write(path, &csv_bytes)
+                .with_context(|| format!("cannot write {}: check the directory is writable", path.display()))?;
+            eprintln!("schedlab: wrote {}", path.display());
+            print!("{}", text_table(&axes, &names, &points, &req.metrics[0]));
+        }
+        None => print!("{}", String::from_utf8_lossy(&csv_bytes)),
+    }
+    if let Some(plot) = req.plot {
+        for m in req.metrics {
+            let path = if req.metrics.len() == 1 { plot.to_path_buf() } else { with_suffix(plot, m) };
+            std::fs::write(&path, plot_svg(&w.name, &axes, &names, &points, m))
+                .with_context(|| format!("cannot write {}: check the directory is writable", path.display()))?;
+            eprintln!("schedlab: wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// plot.svg with metric m: plot-m.svg.
+fn with_suffix(path: &std::path::Path, m: &str) -> std::path::PathBuf {
+    let stem = path.file_stem().map_or("plot".into(), |s| s.to_string_lossy().into_owned());
+    path.with_file_name(format!("{stem}-{m}.svg"))
+}
+
+/// Lines of the plot: per scheduler, and per value of the other axes.
+pub fn series(axes: &[Axis], names: &[String], points: &[Point], metric: &str) -> Vec<svg::Series> {
+    let mut out: Vec<svg::Series> = Vec::new();
+    for p in points {
+        let rest: Vec<String> = axes.iter().zip(&p.values).skip(1).map(|(a, v)| format!(" {}={v}", a.name)).collect();
+        let name = format!("{}{}", p.report.scheduler, rest.concat());
+        let Some(y) = p.report.metric(metric) else { continue };
+        let x = p.values[0] as f64;
+        match out.iter_mut().find(|s| s.name == name) {
+            Some(s) => s.points.push((x, y)),
+            None => out.push(svg::Series { name, points: vec![(x, y)] }),
+        }
+    }
+    // Lines in the order the schedulers were asked for.
+    out.sort_by_key(|s| names.iter().position(|n| s.name.split(' ').next() == Some(n.as_str())));
+    out
+}
+
+/// A line plot of `metric` against the first axis.
+pub fn plot_svg(workload: &str, axes: &[Axis], names: &[String], points: &[Point], metric: &str) -> String {
+    let lines = series(axes, names, points, metric);
+    let xs = &axes[0].values;
+    let (lo, hi) = (xs.iter().min().copied().unwrap_or(1), xs.iter().max().copied().unwrap_or(1));
+    let ys: Vec<f64> = lines.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
+    let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let ymax = ys.iter().copied().fold(0.0, f64::max);
+    let title = format!("{workload}: {metric} against {}", axes[0].name);
+    svg::LinePlot {
+        title: &title,
+        x_title: &axes[0].name,
+        y_title: metric,
+        x_log: lo > 0 && hi / lo >= 16,
+        y_log: ymin > 0.0 && ymax / ymin >= 50.0,
+        series: &lines,
+    }
+    .svg()
+}
+
+/// `metric` as a table: a row per grid point, a column per scheduler.
+pub fn text_table(axes: &[Axis], names: &[String], points: &[Point], metric: &str) -> String {
+    let mut out = format!("{metric}\n");
+    let header: Vec<String> = axes.iter().map(|a| a.name.clone()).chain(names.iter().cloned()).collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for chunk in points.chunks(names.len().max(1)) {
+        let mut row: Vec<String> = chunk[0].values.iter().map(i64::to_string).collect();
+        row.extend(chunk.iter().map(|p| p.report.metric(metric).map_or("-".into(), |v| format!("{v:.6}"))).map(|s| {
+            // Six decimals for the parse, then trimmed for the eye.
+            let t = s.trim_end_matches('0').trim_end_matches('.');
+            if t.is_empty() { "0".to_string() } else { t.to_string() }
+        }));
+        rows.push(row);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|r| r[i].len()).chain([header[i].len()]).max().unwrap_or(0))
+        .collect();
+    let line = |cells: &[String]| {
+        cells.iter().zip(&widths).map(|(c, w)| format!("{c:>w$}")).collect::<Vec<_>>().join("  ") + "\n"
+    };
+    out.push_str(&line(&header));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_lists_expand_geometric_and_arithmetic_series() {
+        assert_eq!(parse_values("t", "1,2,4,...,64").unwrap(), vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(parse_values("t", "10,20,...,50").unwrap(), vec![10, 20, 30, 40, 50]);
+        assert_eq!(parse_values("t", "3,1,7").unwrap(), vec![3, 1, 7]);
+        assert_eq!(parse_values("d", "1ms,2ms").unwrap(), vec![1_000_000, 2_000_000]);
+        assert!(parse_values("t", "1,2,4,...,99").unwrap_err().to_string().contains("does not reach 99"));
+        assert!(parse_values("t", "1,...,8").is_err());
+        assert!(parse_values("t", "1,x").unwrap_err().to_string().contains("'x' is not an integer"));
+    }
+
+    #[test]
+    fn axis_names_resolve_against_the_workload() {
+        let params = vec!["threads".to_string()];
+        let a = parse_axis("tasks=1,2", &params, &params).unwrap();
+        assert_eq!(a.dim, Dim::Param("threads".into()));
+        assert_eq!(parse_axis("cpus=1,2", &params, &params).unwrap().dim, Dim::Cpus);
+        assert_eq!(
+            parse_axis("base_slice_ns=1,2", &params, &params).unwrap().dim,
+            Dim::Tunable("base_slice_ns".into())
+        );
+        assert!(parse_axis("tasks=1", &[], &[]).unwrap_err().to_string().contains("no [[task]]"));
+        assert!(parse_axis("cpus=0,1", &params, &params).is_err());
+        assert!(parse_axis("threads", &params, &params).unwrap_err().to_string().contains("NAME=VALUES"));
+    }
+}
