@@ -1,6 +1,7 @@
 //! `schedlab`: run a workload on simulated schedulers, side by side.
 
 mod bench;
+mod experiments;
 mod html;
 mod render;
 mod scenarios;
@@ -141,6 +142,24 @@ enum Command {
         /// Write an SVG line plot of the metric against the first --vary.
         #[arg(long, value_name = "FILE")]
         plot: Option<std::path::PathBuf>,
+        /// Worker threads (default: one per CPU).
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
+    /// Run the classic experiments (thread-test, 10 hogs on 8 CPUs, wakeup
+    /// latency under stress, lat_ctx, make -j and encoder makespan) and
+    /// write docs/experiments.md with its plots.
+    Experiments {
+        /// Directory for experiments.md and experiments/*.svg (default:
+        /// ./docs when it exists, else .).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+        /// Shorter runs and fewer points, for a quick look.
+        #[arg(long)]
+        quick: bool,
+        /// Also run what this machine can on its real kernel.
+        #[arg(long)]
+        host: bool,
         /// Worker threads (default: one per CPU).
         #[arg(long)]
         jobs: Option<usize>,
@@ -481,6 +500,12 @@ fn run(cli: Cli) -> Result<()> {
             output: output.as_deref(),
             plot: plot.as_deref(),
             jobs,
+        })?,
+        Command::Experiments { out, quick, host, jobs } => experiments::run(experiments::Options {
+            out: out.unwrap_or_else(experiments::default_out),
+            quick,
+            host,
+            jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         })?,
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,

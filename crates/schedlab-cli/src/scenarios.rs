@@ -10,6 +10,8 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("group-isolation-flat", include_str!("../../../scenarios/group-isolation-flat.toml")),
     ("container-quota", include_str!("../../../scenarios/container-quota.toml")),
     ("mixed-64", include_str!("../../../scenarios/mixed-64.toml")),
+    ("make-j", include_str!("../../../scenarios/make-j.toml")),
+    ("encoder", include_str!("../../../scenarios/encoder.toml")),
 ];
 
 pub fn builtin(name: &str) -> Option<&'static str> {

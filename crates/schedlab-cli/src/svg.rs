@@ -315,12 +315,13 @@ pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]
         if s.count > 0 {
             for (label, v, dash) in [("p99", s.p99, "4 2"), ("max", s.max, "1 2")] {
                 let x = frame.x.map(v.max(1) as f64);
+                // Near the right edge the label goes on the line's left.
+                let (tx, anchor) = if x > frame.x.px1 - 70.0 { (x - 2.0, "end") } else { (x + 2.0, "start") };
                 let _ = write!(
                     out,
-                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333" stroke-dasharray="{dash}"/><text x="{:.1}" y="{}" font-size="9">{label} {}</text>"##,
+                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333" stroke-dasharray="{dash}"/><text x="{tx:.1}" y="{}" font-size="9" text-anchor="{anchor}">{label} {}</text>"##,
                     frame.y.px0,
                     frame.y.px1,
-                    x + 2.0,
                     frame.y.px1 + if label == "max" { 20.0 } else { 10.0 },
                     time_label(v as f64)
                 );

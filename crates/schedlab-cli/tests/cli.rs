@@ -153,3 +153,38 @@ fn sweep_writes_a_csv_row_per_point_and_scheduler_and_a_plot() {
     fails_with(&["sweep", "thread-test", "--vary", "threads=1,2", "--metric", "nope"], "--metric nope");
     fails_with(&["sweep", "smp-fairness", "--vary", "cpus=0,2"], "above zero");
 }
+
+#[test]
+fn experiments_write_every_section_with_its_plots_and_are_deterministic() {
+    let base = std::env::temp_dir().join(format!("schedlab-experiments-{}", std::process::id()));
+    let mut docs = Vec::new();
+    for run in ["a", "b"] {
+        let dir = base.join(run);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let out = schedlab(&["experiments", "--quick", "--out", dir.to_str().expect("utf-8 path")]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let md = std::fs::read_to_string(dir.join("experiments.md")).expect("experiments.md written");
+        for section in [
+            "## Do more threads mean more context switches?",
+            "## 10 hogs on 8 CPUs",
+            "## Wakeup latency under load",
+            "## lat_ctx",
+            "## Throughput: a parallel build and a frame-parallel encoder",
+        ] {
+            assert!(md.contains(section), "missing section {section}");
+        }
+        assert!(md.contains("| cfs-5.12 |") || md.contains("| threads | cfs-5.12 |"), "CFS 5.12 column missing");
+        for name in ["cfs", "eevdf", "bfs", "muqss", "bmq", "pds", "bore", "cacule", "tt", "baby"] {
+            assert!(md.contains(&format!("| {name} |")), "{name} has no row");
+        }
+        // Every plot the page shows exists.
+        for link in md.split("](experiments/").skip(1) {
+            let file = link.split(')').next().expect("closing parenthesis");
+            let svg = std::fs::read_to_string(dir.join("experiments").join(file)).expect("linked plot exists");
+            assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"), "{file} is not an SVG");
+        }
+        docs.push(md);
+    }
+    assert_eq!(docs[0], docs[1], "same command, same page");
+    let _ = std::fs::remove_dir_all(&base);
+}

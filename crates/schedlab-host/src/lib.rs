@@ -15,7 +15,7 @@
 //! returns, after an error or Ctrl-C too.
 
 mod cgroup;
-mod info;
+pub mod info;
 mod sync;
 mod sys;
 mod tracing;
