@@ -266,14 +266,14 @@ impl LinePlot<'_> {
     }
 }
 
-/// Histograms of several runs in a grid of panels sharing both axes: log2
-/// buckets on a log time axis, counts on a log axis (as cyclictest and
-/// jitterdebugger histograms are read), with each run's p99 and max marked.
-pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]) -> String {
-    let cols = 2usize;
-    let (pw, ph) = (540.0, 190.0);
-    let rows = panels.len().div_ceil(cols).max(1);
-    let (w, h) = (cols as f64 * pw + 20.0, rows as f64 * ph + 30.0);
+const PANEL_W: f64 = 540.0;
+const PANEL_H: f64 = 190.0;
+const PANEL_COLS: usize = 2;
+
+/// An SVG for `n` panels, two to a row, under a bold `title`.
+fn open_panels(title: &str, n: usize) -> String {
+    let rows = n.div_ceil(PANEL_COLS).max(1);
+    let (w, h) = (PANEL_COLS as f64 * PANEL_W + 20.0, rows as f64 * PANEL_H + 30.0);
     let mut out = open_svg(w, h, title);
     let _ = write!(
         out,
@@ -281,23 +281,40 @@ pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]
         w / 2.0,
         esc(title)
     );
+    out
+}
+
+/// Top-left corner of panel `i`.
+fn panel_origin(i: usize) -> (f64, f64) {
+    (10.0 + (i % PANEL_COLS) as f64 * PANEL_W, 30.0 + (i / PANEL_COLS) as f64 * PANEL_H)
+}
+
+fn panel_title(out: &mut String, ox: f64, oy: f64, name: &str) {
+    let _ = write!(
+        out,
+        r#"<text x="{}" y="{}" font-size="12" font-weight="bold">{}</text>"#,
+        ox + 58.0,
+        oy + 12.0,
+        esc(name)
+    );
+}
+
+/// Histograms of several runs in a grid of panels sharing both axes: log2
+/// buckets on a log time axis, counts on a log axis (as cyclictest and
+/// jitterdebugger histograms are read), with each run's p99 and max marked.
+pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]) -> String {
+    let mut out = open_panels(title, panels.len());
     let lo = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.lo.max(1)).min().unwrap_or(1) as f64;
     let hi = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.hi).max().unwrap_or(2) as f64;
     let top = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.count).max().unwrap_or(1).max(1) as f64;
     for (i, (name, s)) in panels.iter().enumerate() {
-        let (ox, oy) = (10.0 + (i % cols) as f64 * pw, 30.0 + (i / cols) as f64 * ph);
+        let (ox, oy) = panel_origin(i);
         let frame = Frame {
-            x: Axis::new(lo, hi, true, ox + 55.0, ox + pw - 10.0),
-            y: Axis::new(0.8, top * 1.5, true, oy + ph - 40.0, oy + 18.0),
+            x: Axis::new(lo, hi, true, ox + 55.0, ox + PANEL_W - 10.0),
+            y: Axis::new(0.8, top * 1.5, true, oy + PANEL_H - 40.0, oy + 18.0),
         };
         frame.draw(&mut out, x_title, "count", &time_label, &number_label);
-        let _ = write!(
-            out,
-            r#"<text x="{}" y="{}" font-size="12" font-weight="bold">{}</text>"#,
-            ox + 58.0,
-            oy + 12.0,
-            esc(name)
-        );
+        panel_title(&mut out, ox, oy, name);
         let color = PALETTE[i % PALETTE.len()];
         for b in &s.buckets {
             let (x0, x1) = (frame.x.map(b.lo.max(1) as f64), frame.x.map(b.hi as f64));
@@ -330,8 +347,8 @@ pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]
             let _ = write!(
                 out,
                 r##"<text x="{}" y="{}" font-size="11" fill="#777">no samples</text>"##,
-                ox + pw / 2.0 - 20.0,
-                oy + ph / 2.0
+                ox + PANEL_W / 2.0 - 20.0,
+                oy + PANEL_H / 2.0
             );
         }
     }
@@ -345,39 +362,18 @@ pub type BarPanel = (String, Vec<(String, f64)>);
 /// A bar per (label, value) in each panel, panels sharing the value axis:
 /// per-task CPU share, one panel per scheduler. `reference` draws a dashed
 /// line at the fair value.
-pub fn bar_panels(
-    title: &str,
-    y_title: &str,
-    panels: &[(String, Vec<(String, f64)>)],
-    reference: Option<f64>,
-) -> String {
-    let cols = 2usize;
-    let (pw, ph) = (540.0, 190.0);
-    let rows = panels.len().div_ceil(cols).max(1);
-    let (w, h) = (cols as f64 * pw + 20.0, rows as f64 * ph + 30.0);
-    let mut out = open_svg(w, h, title);
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="18" font-size="13" text-anchor="middle" font-weight="bold">{}</text>"#,
-        w / 2.0,
-        esc(title)
-    );
+pub fn bar_panels(title: &str, y_title: &str, panels: &[BarPanel], reference: Option<f64>) -> String {
+    let mut out = open_panels(title, panels.len());
     let top = panels.iter().flat_map(|(_, b)| b.iter().map(|x| x.1)).chain(reference).fold(0.0, f64::max).max(1e-9);
     for (i, (name, bars)) in panels.iter().enumerate() {
-        let (ox, oy) = (10.0 + (i % cols) as f64 * pw, 30.0 + (i / cols) as f64 * ph);
+        let (ox, oy) = panel_origin(i);
         let frame = Frame {
-            x: Axis::new(0.0, bars.len().max(1) as f64, false, ox + 55.0, ox + pw - 10.0),
-            y: Axis::new(0.0, top * 1.1, false, oy + ph - 40.0, oy + 18.0),
+            x: Axis::new(0.0, bars.len().max(1) as f64, false, ox + 55.0, ox + PANEL_W - 10.0),
+            y: Axis::new(0.0, top * 1.1, false, oy + PANEL_H - 40.0, oy + 18.0),
         };
         // Bars are categories: no numeric x ticks.
         frame.draw(&mut out, "", y_title, &|_| String::new(), &number_label);
-        let _ = write!(
-            out,
-            r#"<text x="{}" y="{}" font-size="12" font-weight="bold">{}</text>"#,
-            ox + 58.0,
-            oy + 12.0,
-            esc(name)
-        );
+        panel_title(&mut out, ox, oy, name);
         let _ = write!(
             out,
             r#"<text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{} tasks</text>"#,
