@@ -5,10 +5,10 @@
 //! numbers say; the prose that does not depend on the numbers explains the
 //! mechanism once.
 
+use crate::render::us;
 use crate::sweep::{self, Axis, Dim, Point};
-use crate::{Common, common, load_workload, load_workload_with, overrides, simulate, svg};
+use crate::{Common, common, load_workload, overrides, simulate, simulate_each, svg};
 use anyhow::{Context, Result};
-use rayon::prelude::*;
 use schedlab_policies::POLICIES;
 use schedlab_sim::Report;
 use schedlab_sim::report::HistSummary;
@@ -38,10 +38,6 @@ fn md_table(headers: &[String], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
-
 /// The writer of the document and its plots.
 struct Doc {
     opts: Options,
@@ -60,8 +56,7 @@ impl Doc {
     }
 
     fn simulate_all(&self, c: &Common) -> Result<Vec<Report>> {
-        let w = load_workload(c)?;
-        all_policies().par_iter().map(|n| simulate(&w, n)).collect()
+        simulate_each(&load_workload(c)?, &all_policies())
     }
 
     /// The real kernel's report, or a line saying why there is none.
@@ -185,7 +180,6 @@ fn thread_test(doc: &mut Doc) -> Result<()> {
     }
     doc.text.push_str("Context switches per second:\n\n");
     doc.text.push_str(&md_table(&header, &rows));
-    let axes = vec![Axis { name: "threads".into(), dim: Dim::Param("threads".into()), values: axes[0].values.clone() }];
     let svg = sweep::plot_svg("thread-test, 1 CPU", &axes, &names, &points, metric);
     doc.plot("thread-test.svg", svg, "context switches per second against thread count");
 
@@ -446,8 +440,7 @@ fn makespan(doc: &mut Doc) -> Result<()> {
         for n in cpus {
             let mut c = common(scenario, &[(param, (n as f64 * per_cpu) as i64)], 120 * SEC);
             c.cpus = Some(n as u32);
-            let w = load_workload_with(&c, &overrides(&c))?;
-            let reports: Vec<Report> = all_policies().par_iter().map(|p| simulate(&w, p)).collect::<Result<_>>()?;
+            let reports = doc.simulate_all(&c)?;
             points.extend(reports.into_iter().map(|report| Point { values: vec![n], report }));
         }
         let names = all_policies();

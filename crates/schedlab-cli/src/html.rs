@@ -3,20 +3,12 @@
 //! wakeup-latency and run-time-per-switch histograms on shared log axes,
 //! per-task CPU share and a CPU timeline per scheduler.
 
+use crate::render::us;
 use crate::svg;
 use schedlab_sim::Report;
 use schedlab_sim::time::format_duration;
-use schedlab_sim::timeline::Segment;
-use std::collections::BTreeMap;
+use schedlab_sim::timeline::Schedule;
 use std::fmt::Write;
-
-/// A window of one simulated run's schedule.
-pub struct TimelineData {
-    pub from: u64,
-    pub to: u64,
-    pub segments: Vec<Segment>,
-    pub names: BTreeMap<u32, String>,
-}
 
 /// Per-task bars are drawn up to this many tasks; beyond, one bar per
 /// [[task]] entry (its tasks' average).
@@ -51,10 +43,6 @@ document.querySelectorAll('table.sortable th').forEach(function (th, col) {
 // Tells a test driving a headless browser that the script ran to its end.
 document.body.dataset.schedlabReady = String(JSON.parse(document.getElementById('schedlab-reports').textContent).length);
 "#;
-
-fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1e3)
-}
 
 fn comparison_table(reports: &[Report]) -> String {
     let mut out = String::from(
@@ -113,7 +101,7 @@ fn share_panels(reports: &[Report]) -> (Vec<svg::BarPanel>, bool) {
 
 /// The whole page. `timelines[i]` belongs to `reports[i]` (None for the
 /// real kernel, whose schedule is not kept).
-pub fn page(title: &str, subtitle: &str, reports: &[Report], timelines: &[Option<TimelineData>]) -> String {
+pub fn page(title: &str, subtitle: &str, reports: &[Report], timelines: &[Option<Schedule>]) -> String {
     let mut out = String::new();
     let _ = write!(
         out,

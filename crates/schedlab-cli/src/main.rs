@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use schedlab_policies::POLICIES;
 use schedlab_sim::report;
 use schedlab_sim::time::parse_duration;
-use schedlab_sim::timeline::Timeline;
+use schedlab_sim::timeline::{Schedule, Timeline};
 use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
 use std::collections::BTreeMap;
@@ -298,27 +298,22 @@ pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
     engine.run().map_err(|e| anyhow!("{sched}: {e}"))
 }
 
+/// `w` simulated on each of `names`, in parallel, reports in that order.
+pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report>> {
+    names.par_iter().map(|n| simulate(w, n)).collect()
+}
+
 /// A simulated run that also keeps the schedule between `window.0` and
 /// `window.1`, for the HTML report's timeline.
-pub(crate) fn simulate_with_timeline(
-    w: &Workload,
-    sched: &str,
-    window: (u64, u64),
-) -> Result<(Report, html::TimelineData)> {
+pub(crate) fn simulate_with_timeline(w: &Workload, sched: &str, window: (u64, u64)) -> Result<(Report, Schedule)> {
     let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
     let mut timeline = Timeline::new(w, window.0, window.1);
     let report = Engine::new(w, policy, EngineOptions::default())
         .with_observer(&mut timeline)
         .run()
         .map_err(|e| anyhow!("{sched}: {e}"))?;
-    timeline.finish(report.duration_ns);
-    let data = html::TimelineData {
-        from: timeline.from,
-        to: timeline.to,
-        segments: std::mem::take(&mut timeline.segments),
-        names: std::mem::take(&mut timeline.names),
-    };
-    Ok((report, data))
+    let schedule = timeline.finish(report.duration_ns);
+    Ok((report, schedule))
 }
 
 /// --json or --csv output of a set of reports; false when neither was asked
@@ -439,18 +434,18 @@ fn run(cli: Cli) -> Result<()> {
         Command::Compare { common, sched, host, host_opts, tasks, html, timeline_at, timeline_len } => {
             let w = load_workload(&common)?;
             let names = policy_names(sched, &w)?;
-            let (mut reports, mut timelines): (Vec<Report>, Vec<Option<html::TimelineData>>) = if html.is_some() {
+            let (mut reports, mut timelines): (Vec<Report>, Vec<Option<Schedule>>) = if html.is_some() {
                 let from = timeline_at.unwrap_or(if w.duration >= 1_000_000_000 {
                     (w.duration / 2).saturating_sub(timeline_len / 2)
                 } else {
                     0
                 });
                 let window = (from, from.saturating_add(timeline_len));
-                let runs: Vec<(Report, html::TimelineData)> =
+                let runs: Vec<(Report, Schedule)> =
                     names.par_iter().map(|n| simulate_with_timeline(&w, n, window)).collect::<Result<_>>()?;
                 runs.into_iter().map(|(r, t)| (r, Some(t))).unzip()
             } else {
-                let reports = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<Vec<_>>>()?;
+                let reports = simulate_each(&w, &names)?;
                 let none = reports.iter().map(|_| None).collect();
                 (reports, none)
             };
@@ -475,8 +470,7 @@ fn run(cli: Cli) -> Result<()> {
                 })?;
                 eprintln!("schedlab: wrote {}", path.display());
             }
-            if structured_output(&common, &reports, tasks, false)? {
-            } else {
+            if !structured_output(&common, &reports, tasks, false)? {
                 println!("{heading}\n");
                 print!("{}", render::comparison_table(&reports));
                 if tasks {
@@ -540,7 +534,7 @@ fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
     };
     let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &ov)?;
     let names = policy_names(sched, &w)?;
-    let reports: Vec<Report> = names.par_iter().map(|n| simulate(&w, n)).collect::<Result<_>>()?;
+    let reports = simulate_each(&w, &names)?;
     if structured_output(common, &reports, tasks, false)? {
         return Ok(());
     }

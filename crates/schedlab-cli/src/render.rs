@@ -6,7 +6,8 @@ use schedlab_sim::report::HistSummary;
 use schedlab_sim::time::format_duration;
 use std::fmt::Write;
 
-fn us(ns: u64) -> String {
+/// Nanoseconds as microseconds with one decimal, the unit of latency columns.
+pub fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
 }
 

@@ -183,9 +183,12 @@ impl Frame {
     }
 }
 
-fn open_svg(width: f64, height: f64, title: &str) -> String {
+/// An SVG of the given size with `title` as its accessible name and as a
+/// bold heading centred on the baseline `title_y`.
+fn open_svg(width: f64, height: f64, title: &str, title_y: f64) -> String {
     format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{t}"><title>{t}</title>"##,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" role="img" aria-label="{t}"><title>{t}</title><text x="{}" y="{title_y}" font-size="13" text-anchor="middle" font-weight="bold">{t}</text>"##,
+        width / 2.0,
         t = esc(title)
     )
 }
@@ -224,13 +227,7 @@ impl LinePlot<'_> {
             x: Axis::new(xlo, xhi, self.x_log, 70.0, w - legend_w - 10.0),
             y: Axis::new(ylo, yhi, self.y_log, h - 45.0, 30.0),
         };
-        let mut out = open_svg(w, h, self.title);
-        let _ = write!(
-            out,
-            r#"<text x="{}" y="18" font-size="13" text-anchor="middle" font-weight="bold">{}</text>"#,
-            w / 2.0,
-            esc(self.title)
-        );
+        let mut out = open_svg(w, h, self.title, 18.0);
         frame.draw(&mut out, self.x_title, self.y_title, &number_label, &number_label);
         for (i, s) in self.series.iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
@@ -274,14 +271,7 @@ const PANEL_COLS: usize = 2;
 fn open_panels(title: &str, n: usize) -> String {
     let rows = n.div_ceil(PANEL_COLS).max(1);
     let (w, h) = (PANEL_COLS as f64 * PANEL_W + 20.0, rows as f64 * PANEL_H + 30.0);
-    let mut out = open_svg(w, h, title);
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="18" font-size="13" text-anchor="middle" font-weight="bold">{}</text>"#,
-        w / 2.0,
-        esc(title)
-    );
-    out
+    open_svg(w, h, title, 18.0)
 }
 
 /// Top-left corner of panel `i`.
@@ -430,8 +420,7 @@ pub fn timeline(
     let (x0, y0) = (55.0, 28.0);
     let (w, h) = (x0 + columns as f64 + 15.0, y0 + row_h * cpus as f64 + 32.0);
     let span = (to.saturating_sub(from)).max(1) as f64;
-    // Per CPU and column: the task with the most time in it.
-    let mut best: Vec<Vec<(u32, f64)>> = vec![vec![(u32::MAX, 0.0); columns]; cpus as usize];
+    // Per CPU and column: how long each task ran in it.
     let mut acc: Vec<Vec<Vec<(u32, f64)>>> = vec![vec![Vec::new(); columns]; cpus as usize];
     for s in segments.iter().filter(|s| s.cpu < cpus) {
         let a = (s.start.saturating_sub(from)) as f64 / span * columns as f64;
@@ -447,26 +436,24 @@ pub fn timeline(
             c += 1;
         }
     }
-    for (cpu, cols) in acc.iter().enumerate() {
-        for (c, cell) in cols.iter().enumerate() {
-            if let Some(&(t, v)) = cell.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))) {
-                best[cpu][c] = (t, v);
-            }
-        }
-    }
-    let mut out = open_svg(w, h, title);
-    let _ = write!(
-        out,
-        r#"<text x="{}" y="16" font-size="13" text-anchor="middle" font-weight="bold">{}</text>"#,
-        w / 2.0,
-        esc(title)
-    );
+    // Per CPU and column: the task that ran longest in it (u32::MAX: idle).
+    let dominant: Vec<Vec<u32>> = acc
+        .iter()
+        .map(|cols| {
+            cols.iter()
+                .map(|cell| {
+                    cell.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0))).map_or(u32::MAX, |e| e.0)
+                })
+                .collect()
+        })
+        .collect();
+    let mut out = open_svg(w, h, title, 16.0);
     let _ = write!(
         out,
         r##"<rect x="{x0}" y="{y0}" width="{columns}" height="{:.1}" fill="#f4f4f4" stroke="#999"/>"##,
         row_h * cpus as f64
     );
-    for (cpu, cols) in best.iter().enumerate() {
+    for (cpu, cols) in dominant.iter().enumerate() {
         let y = y0 + cpu as f64 * row_h;
         if cpus <= 32 || cpu % (cpus as usize / 16).max(1) == 0 {
             let _ = write!(
@@ -480,9 +467,9 @@ pub fn timeline(
         // Runs of columns with the same task become one rectangle.
         let mut c = 0;
         while c < columns {
-            let (t, _) = cols[c];
+            let t = cols[c];
             let mut e = c + 1;
-            while e < columns && cols[e].0 == t {
+            while e < columns && cols[e] == t {
                 e += 1;
             }
             if t != u32::MAX {
