@@ -47,37 +47,38 @@ pub fn parse_values(name: &str, text: &str) -> Result<Vec<i64>> {
     let mut i = 0;
     while i < parts.len() {
         if parts[i] == "..." {
-            let (Some(&a), Some(&b), Some(end)) =
-                (out.len().checked_sub(2).map(|k: usize| -> &i64 { &out[k] }), out.last(), parts.get(i + 1))
-            else {
+            let (&[.., a, b], Some(end)) = (out.as_slice(), parts.get(i + 1)) else {
                 bail!("--vary {name}: '...' needs two values before it and one after, e.g. 1,2,4,...,4096");
             };
             let end = parse_one(end)?;
             if a == b {
                 bail!("--vary {name}: '...' needs two different values before it");
             }
-            // Geometric when the ratio is whole and the series lands on the
-            // end (1,2,4,...,4096), else arithmetic (10,20,...,50).
-            let step = |geometric: bool, v: i64| if geometric { v.checked_mul(b / a) } else { v.checked_add(b - a) };
-            let series = |geometric: bool| -> Vec<i64> {
+            // The values after b that `next` makes, up to the end.
+            let series = |next: &dyn Fn(i64) -> Option<i64>| -> Result<Vec<i64>> {
                 let mut vals = Vec::new();
                 let mut v = b;
-                while let Some(n) = step(geometric, v) {
-                    if (b > a && n > end) || (b < a && n < end) || vals.len() > 100_000 {
-                        break;
+                while let Some(n) = next(v).filter(|n| if b > a { *n <= end } else { *n >= end }) {
+                    if vals.len() == 100_000 {
+                        bail!("--vary {name}: '{text}' makes more than 100,000 values");
                     }
                     vals.push(n);
                     v = n;
                 }
-                vals
+                Ok(vals)
             };
-            let geometric = a > 0 && b > a && b % a == 0 && series(true).last() == Some(&end);
-            let more = series(geometric);
+            // Geometric when the ratio is whole and the series lands on the
+            // end (1,2,4,...,4096), else arithmetic (10,20,...,50).
+            let geometric = (a > 0 && b > a && b % a == 0)
+                .then(|| series(&|v| v.checked_mul(b / a)))
+                .transpose()?
+                .filter(|vals| vals.last() == Some(&end));
+            let more = match geometric {
+                Some(vals) => vals,
+                None => series(&|v| v.checked_add(b - a))?,
+            };
             if more.last() != Some(&end) && b != end {
                 bail!("--vary {name}: the series {a},{b},... does not reach {end}");
-            }
-            if more.len() > 100_000 {
-                bail!("--vary {name}: '{text}' makes more than 100,000 values");
             }
             out.extend(more);
             i += 2;
@@ -325,6 +326,8 @@ mod tests {
         assert_eq!(parse_values("d", "1ms,2ms").unwrap(), vec![1_000_000, 2_000_000]);
         assert!(parse_values("t", "1,2,4,...,99").unwrap_err().to_string().contains("does not reach 99"));
         assert!(parse_values("t", "1,...,8").is_err());
+        let long = parse_values("t", "1,2,...,1000000").unwrap_err().to_string();
+        assert!(long.contains("more than 100,000 values"), "{long}");
         assert!(parse_values("t", "1,x").unwrap_err().to_string().contains("'x' is not an integer"));
     }
 
