@@ -8,7 +8,8 @@ use crate::{Common, common, load_workload, simulate};
 use anyhow::{Result, anyhow};
 use rayon::prelude::*;
 use schedlab_policies::POLICIES;
-use schedlab_sim::{Overrides, Workload};
+use schedlab_sim::Workload;
+use schedlab_sim::workload::scaling_workload;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
@@ -97,26 +98,6 @@ fn row(label: &str, sched: &str, m: &Measured) {
     );
 }
 
-/// `tasks` tasks on 256 CPUs, each running exp(100us) bursts between
-/// sleeps of exp(tasks x 4us): about 25 CPUs' worth of demand whatever the
-/// count, so the event mix stays the same while the queues grow.
-fn scaling_workload(tasks: u32, duration_ns: u64) -> Result<Workload> {
-    let text = format!(
-        r#"
-name = "scaling-{tasks}"
-duration = "{duration_ns}ns"
-[machine]
-topology = "4x32x2"
-[[task]]
-name = "t"
-count = {tasks}
-program = [ {{ loop = "forever", body = [ {{ run = "exp(100us)" }}, {{ sleep = "exp({}us)" }} ] }} ]
-"#,
-        tasks as u64 * 4
-    );
-    Workload::from_toml(&text, "bench-scaling.toml", &Overrides::default()).map_err(|e| anyhow!("{e}"))
-}
-
 pub fn run(quick: bool) -> Result<()> {
     let scale = if quick { 5 } else { 1 };
     println!(
@@ -140,7 +121,7 @@ pub fn run(quick: bool) -> Result<()> {
     let counts: &[u32] = if quick { &[100, 1_000, 10_000] } else { &[100, 1_000, 10_000, 100_000] };
     for p in POLICIES {
         for &n in counts {
-            let w = scaling_workload(n, 1_000_000_000 / scale)?;
+            let w = scaling_workload(n, 1_000_000_000 / scale).map_err(|e| anyhow!("{e}"))?;
             row(&format!("scaling: {n} tasks"), p.name, &measure(&w, p.name, n as usize)?);
         }
     }

@@ -4,12 +4,9 @@
 //! `schedlab bench` prints the same figures with memory per task.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use schedlab_sim::workload::scaling_workload;
 use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
 use std::time::Duration;
-
-fn load(text: &str) -> Workload {
-    Workload::from_toml(text, "bench.toml", &Overrides::default()).expect("bench workload parses")
-}
 
 fn events(w: &Workload, sched: &str) -> u64 {
     let policy = schedlab_policies::build(sched, w).expect("known policy");
@@ -34,18 +31,7 @@ fn scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("256 CPUs, tasks (200 ms simulated)");
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     for n in [1_000u32, 10_000, 100_000] {
-        let w = load(&format!(
-            r#"
-duration = "200ms"
-[machine]
-topology = "4x32x2"
-[[task]]
-name = "t"
-count = {n}
-program = [ {{ loop = "forever", body = [ {{ run = "exp(100us)" }}, {{ sleep = "exp({}us)" }} ] }} ]
-"#,
-            n as u64 * 4
-        ));
+        let w = scaling_workload(n, 200_000_000).expect("the scaling workload parses");
         for sched in ["cfs", "eevdf"] {
             g.throughput(Throughput::Elements(events(&w, sched)));
             g.bench_with_input(BenchmarkId::new(sched, n), &w, |b, w| b.iter(|| events(w, sched)));

@@ -175,6 +175,28 @@ impl TaskSpec {
     }
 }
 
+/// The speed benchmarks' scaling workload (`schedlab bench` and the
+/// criterion suite): `tasks` tasks on 256 CPUs, each running exp(100us)
+/// bursts between sleeps of exp(tasks x 4us), about 25 CPUs' worth of
+/// demand whatever the count, so the event mix stays the same while the
+/// queues grow.
+pub fn scaling_workload(tasks: u32, duration: Nanos) -> Result<Workload, WorkloadError> {
+    let text = format!(
+        r#"
+name = "scaling-{tasks}"
+duration = "{duration}ns"
+[machine]
+topology = "4x32x2"
+[[task]]
+name = "t"
+count = {tasks}
+program = [ {{ loop = "forever", body = [ {{ run = "exp(100us)" }}, {{ sleep = "exp({}us)" }} ] }} ]
+"#,
+        tasks as u64 * 4
+    );
+    Workload::from_toml(&text, "bench-scaling.toml", &Overrides::default())
+}
+
 /// The index of the first item `is` accepts, or of `new()` pushed at the
 /// end: how names of channels, conditions and the like become ids.
 pub(crate) fn index_or_push<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> u32 {
