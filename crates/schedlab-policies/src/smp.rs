@@ -570,10 +570,13 @@ fn find_idlest_cpu(sys: &Sys, q: &dyn LbQueues, t: TaskId, prev: CpuId) -> CpuId
     let mut best = prev;
     let mut best_key = (u32::MAX, f64::MAX, u32::MAX);
     for c in 0..sys.nr_cpus {
-        if !sys.allowed(t, c) {
+        let nr = sys.cpus[c as usize].nr_running;
+        // The load is only looked at (it decays PELT to now) when the
+        // runnable count does not already decide.
+        if nr > best_key.0 || !sys.allowed(t, c) {
             continue;
         }
-        let key = (sys.cpus[c as usize].nr_running, q.cpu_load(sys, c), sys.topology.distance(c, prev));
+        let key = (nr, q.cpu_load(sys, c), sys.topology.distance(c, prev));
         if key.0 < best_key.0
             || (key.0 == best_key.0 && (key.1 < best_key.1 || (key.1 == best_key.1 && key.2 < best_key.2)))
         {

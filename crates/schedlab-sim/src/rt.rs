@@ -21,6 +21,9 @@ pub(crate) struct RtClass {
     key: Vec<(u8, u64)>,
     rr_left: Vec<Nanos>,
     seq: u64,
+    /// CPUs with a waiting RT task (two or more queued): the kernel's
+    /// rto_count, which lets a CPU skip the pull scan when nothing waits.
+    overloaded: u32,
 }
 
 pub(crate) fn rt_prio(p: SchedPolicy) -> Option<u8> {
@@ -32,7 +35,7 @@ pub(crate) fn rt_prio(p: SchedPolicy) -> Option<u8> {
 
 impl RtClass {
     pub fn new(nr_cpus: u32) -> RtClass {
-        RtClass { queues: vec![BTreeSet::new(); nr_cpus as usize], key: Vec::new(), rr_left: Vec::new(), seq: 0 }
+        RtClass { queues: vec![BTreeSet::new(); nr_cpus as usize], key: Vec::new(), rr_left: Vec::new(), seq: 0, overloaded: 0 }
     }
 
     fn slot(&mut self, t: TaskId) {
@@ -48,13 +51,21 @@ impl RtClass {
         self.seq += 1;
         let key = (100 - prio, self.seq);
         self.key[t as usize] = key;
-        self.queues[cpu as usize].insert((key.0, key.1, t));
+        let queue = &mut self.queues[cpu as usize];
+        queue.insert((key.0, key.1, t));
+        if queue.len() == 2 {
+            self.overloaded += 1;
+        }
     }
 
     pub fn dequeue(&mut self, cpu: CpuId, t: TaskId) {
         let (p, s) = self.key[t as usize];
-        let removed = self.queues[cpu as usize].remove(&(p, s, t));
+        let queue = &mut self.queues[cpu as usize];
+        let removed = queue.remove(&(p, s, t));
         debug_assert!(removed, "rt task {t} was not queued on cpu {cpu}");
+        if queue.len() == 1 {
+            self.overloaded -= 1;
+        }
     }
 
     pub fn pick(&self, cpu: CpuId) -> Option<TaskId> {
@@ -130,6 +141,9 @@ impl RtClass {
     /// pull_rt_task: a CPU without RT work takes the best queued-but-waiting
     /// RT task from another CPU. Returns the task and where it was.
     pub fn find_pull(&self, sys: &Sys, cpu: CpuId) -> Option<(TaskId, CpuId)> {
+        if self.overloaded == 0 {
+            return None;
+        }
         let mut best: Option<((u8, u64), TaskId, CpuId)> = None;
         for other in 0..sys.nr_cpus {
             if other == cpu || self.queues[other as usize].len() < 2 {

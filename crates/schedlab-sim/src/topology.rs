@@ -12,11 +12,26 @@ pub struct Topology {
     pub llcs: u32,
     pub cores_per_llc: u32,
     pub threads_per_core: u32,
+    /// (core, LLC) of each CPU: asked on every wakeup and balance, a
+    /// lookup is much cheaper than the two divisions.
+    #[serde(skip)]
+    places: Box<[(u32, u32)]>,
 }
 
 impl Topology {
     pub fn flat(cpus: u32) -> Topology {
-        Topology { llcs: 1, cores_per_llc: cpus, threads_per_core: 1 }
+        Topology::new(1, cpus, 1)
+    }
+
+    fn new(llcs: u32, cores_per_llc: u32, threads_per_core: u32) -> Topology {
+        let cpus = llcs as u64 * cores_per_llc as u64 * threads_per_core as u64;
+        // An impossible size is refused by check(); its table stays empty.
+        let places = if cpus <= 4096 {
+            (0..cpus as u32).map(|c| (c / threads_per_core, c / (threads_per_core * cores_per_llc))).collect()
+        } else {
+            Box::default()
+        };
+        Topology { llcs, cores_per_llc, threads_per_core, places }
     }
 
     pub fn parse(text: &str) -> Result<Topology, String> {
@@ -33,7 +48,7 @@ impl Topology {
         if n.contains(&0) {
             return Err(format!("topology '{text}': every count must be at least 1"));
         }
-        let topo = Topology { llcs: n[0], cores_per_llc: n[1], threads_per_core: n[2] };
+        let topo = Topology::new(n[0], n[1], n[2]);
         topo.check()?;
         Ok(topo)
     }
@@ -52,11 +67,11 @@ impl Topology {
 
     /// Physical core index of a CPU (SMT siblings share it).
     pub fn core_of(&self, cpu: CpuId) -> u32 {
-        cpu / self.threads_per_core
+        self.places[cpu as usize].0
     }
 
     pub fn llc_of(&self, cpu: CpuId) -> u32 {
-        cpu / (self.threads_per_core * self.cores_per_llc)
+        self.places[cpu as usize].1
     }
 
     pub fn share_cache(&self, a: CpuId, b: CpuId) -> bool {

@@ -1214,18 +1214,17 @@ impl Fair {
         true
     }
 
+    /// set_next_entity from the root cfs_rq down to `se`. Recursive rather
+    /// than collecting the chain: it runs at every switch, and the depth is
+    /// the group hierarchy's.
     fn set_next_chain(&mut self, se: u32) {
-        let mut chain = vec![se];
-        let mut cur = se;
-        while let Some(_p) = self.parent_rq(self.ents[cur as usize].rq) {
-            cur = self.rqs[self.ents[cur as usize].rq as usize].se;
-            chain.push(cur);
+        let rq = self.ents[se as usize].rq;
+        let up = self.rqs[rq as usize].se;
+        if up != NONE {
+            self.set_next_chain(up);
         }
-        for &s in chain.iter().rev() {
-            let rq = self.ents[s as usize].rq;
-            if self.rqs[rq as usize].curr != Some(s) {
-                self.set_next_entity(rq, s);
-            }
+        if self.rqs[rq as usize].curr != Some(se) {
+            self.set_next_entity(rq, se);
         }
     }
 
