@@ -17,9 +17,9 @@
 //! Simplifications, each small against the decisions modelled: group shares
 //! use instantaneous runqueue weight where the kernel uses max(weight,
 //! load_avg); only task entities are delayed (the kernel may delay group
-//! entities too); pick_eevdf scans in deadline order where the kernel
-//! walks an augmented tree (same answer, O(n) worst case); 6.18's
-//! task-based throttling is modelled as the classic per-cfs_rq throttle.
+//! entities too); 6.18's task-based throttling is modelled as the classic
+//! per-cfs_rq throttle. pick_eevdf and cfs_rq_min_slice walk the augmented
+//! tree as the kernel does ([`tree`]).
 //!
 //! Three out-of-tree schedulers are built on this code as their patches
 //! build on fair.c: [`bore`] on EEVDF, [`cacule`] and [`tt`] on CFS (their
@@ -28,6 +28,7 @@
 
 mod bore;
 mod cacule;
+mod tree;
 mod tt;
 mod tunables;
 
@@ -43,7 +44,7 @@ use crate::weights::{calc_delta, calc_delta_fair, task_weight};
 use schedlab_sim::Workload;
 use schedlab_sim::workload::{GroupSpec, SchedPolicy};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind};
-use std::collections::BTreeSet;
+use tree::{Node, Tree};
 
 const NONE: u32 = u32::MAX;
 /// MIN_SHARES: the smallest weight a group entity gets.
@@ -74,11 +75,13 @@ struct Ent {
     my_rq: u32,
     task: u32,
     depth: u32,
+    /// Its links in its cfs_rq's tree.
+    node: Node,
 }
 
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    tree: BTreeSet<(i64, u32)>,
+    tree: Tree,
     /// The tree's first entry, cached as the kernel's rb_root_cached caches
     /// it: asked for on every update_curr, it is then a load, not a walk.
     leftmost: Option<(i64, u32)>,
@@ -338,6 +341,7 @@ impl Fair {
                     my_rq: g * n + cpu,
                     task: NONE,
                     depth: depth - 1,
+                    node: Node::default(),
                 });
                 f.rqs[(g * n + cpu) as usize].se = se;
             }
@@ -437,7 +441,7 @@ impl Fair {
         self.ents[se as usize].key = key;
         let (v, w) = (self.ents[se as usize].vruntime, self.ents[se as usize].weight);
         let r = &mut self.rqs[rq as usize];
-        r.tree.insert((key, se));
+        r.tree.insert(&mut self.ents, se);
         if r.leftmost.is_none_or(|l| (key, se) < l) {
             r.leftmost = Some((key, se));
         }
@@ -449,10 +453,9 @@ impl Fair {
         let e = &self.ents[se as usize];
         let (key, v, w) = (e.key, e.vruntime, e.weight);
         let r = &mut self.rqs[rq as usize];
-        let removed = r.tree.remove(&(key, se));
-        debug_assert!(removed, "entity {se} not in its tree");
+        r.tree.remove(&mut self.ents, se);
         if r.leftmost == Some((key, se)) {
-            r.leftmost = r.tree.first().copied();
+            r.leftmost = r.tree.first(&self.ents).map(|s| (self.ents[s as usize].key, s));
         }
         r.sum_wv -= (v - r.min_vruntime) as i128 * w as i128;
         r.sum_w -= w as i64;
@@ -596,11 +599,8 @@ impl Fair {
     /// cfs_rq_min_slice: the shortest request among queued entities.
     fn min_slice(&self, rq: u32) -> u64 {
         let r = &self.rqs[rq as usize];
-        let mut m = r.curr.filter(|&c| self.ents[c as usize].on_rq).map_or(u64::MAX, |c| self.ents[c as usize].slice);
-        for &(_, se) in &r.tree {
-            m = m.min(self.ents[se as usize].slice);
-        }
-        m
+        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq).map_or(u64::MAX, |c| self.ents[c as usize].slice);
+        curr.min(r.tree.min_slice(&self.ents).unwrap_or(u64::MAX))
     }
 
     fn set_protect_slice(&mut self, rq: u32, se: u32) {
@@ -1057,7 +1057,7 @@ impl Fair {
                 let next_in_tree = if tt {
                     self.tt_first(rq, now, Some(se))
                 } else {
-                    r.tree.range((self.ents[se as usize].key, se + 1)..).next().map(|&(_, s)| s)
+                    r.tree.next(&self.ents, se)
                 };
                 match (next_in_tree, curr) {
                     (None, c) => c,
@@ -1123,7 +1123,7 @@ impl Fair {
         {
             return Some(c);
         }
-        let best = r.tree.iter().map(|&(_, s)| s).find(|&s| self.eligible(rq, s));
+        let best = r.tree.first_eligible(&self.ents, |v| self.vruntime_eligible(rq, v));
         match (best, curr) {
             (None, c) => c.or(first),
             (Some(b), Some(c)) if self.ents[c as usize].deadline < self.ents[b as usize].deadline => Some(c),
@@ -1139,7 +1139,7 @@ impl Fair {
         if r.nr_queued <= 1 {
             return;
         }
-        let mut all: Vec<u32> = r.tree.iter().map(|&(_, s)| s).collect();
+        let mut all = r.tree.to_vec(&self.ents);
         if let Some(c) = r.curr.filter(|&c| self.ents[c as usize].on_rq) {
             all.push(c);
         }
@@ -1458,6 +1458,7 @@ impl Policy for Fair {
             my_rq: NONE,
             task: t,
             depth,
+            node: Node::default(),
         });
         if self.task_ent.len() <= t as usize {
             self.task_ent.resize(t as usize + 1, NONE);
@@ -1944,18 +1945,19 @@ impl Policy for Fair {
                 ));
             }
             let in_tree = members.iter().filter(|&&j| r.curr != Some(j as u32)).count();
-            if in_tree != r.tree.len() {
+            if in_tree != r.tree.len() as usize {
                 return Err(format!("cfs_rq {i}: tree holds {} of {in_tree} queued entities", r.tree.len()));
             }
-            if r.leftmost != r.tree.first().copied() {
+            r.tree.check(&self.ents).map_err(|e| format!("cfs_rq {i}: {e}"))?;
+            if r.leftmost != r.tree.first(&self.ents).map(|s| (self.ents[s as usize].key, s)) {
                 return Err(format!("cfs_rq {i}: cached leftmost {:?} is not the tree's first", r.leftmost));
             }
             let (mut swv, mut sw) = (0i128, 0i64);
-            for &(_, s) in &r.tree {
+            r.tree.for_each(&self.ents, |s| {
                 let e = &self.ents[s as usize];
                 swv += (e.vruntime - r.min_vruntime) as i128 * e.weight as i128;
                 sw += e.weight as i64;
-            }
+            });
             if swv != r.sum_wv || sw != r.sum_w {
                 return Err(format!("cfs_rq {i}: avg_vruntime sums drifted"));
             }
@@ -1995,12 +1997,12 @@ impl Fair {
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
         let mut best: Option<(u32, u64)> = None;
-        for &(_, s) in &r.tree {
+        r.tree.for_each(&self.ents, |s| {
             let score = self.cacule_score(s, now);
             if best.is_none_or(|(_, b)| score < b) {
                 best = Some((s, score));
             }
-        }
+        });
         match (best, curr) {
             (None, c) => c,
             (Some((_, b)), Some(c)) if self.cacule_score(c, now) < b => Some(c),
@@ -2012,15 +2014,15 @@ impl Fair {
     /// the lowest HRRN_PERCENT (head-most on a tie), `skip` left out.
     fn tt_first(&self, rq: u32, now: Nanos, skip: Option<u32>) -> Option<u32> {
         let mut best: Option<(u32, u64)> = None;
-        for &(_, s) in &self.rqs[rq as usize].tree {
+        self.rqs[rq as usize].tree.for_each(&self.ents, |s| {
             if Some(s) == skip {
-                continue;
+                return;
             }
             let h = self.tnodes[s as usize].hrrn_percent(now);
             if best.is_none_or(|(_, b)| (h.wrapping_sub(b) as i64) < 0) {
                 best = Some((s, h));
             }
-        }
+        });
         best.map(|(s, _)| s)
     }
 
