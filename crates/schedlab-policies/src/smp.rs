@@ -232,7 +232,7 @@ impl Balancer {
         for level in 0..self.levels.len() {
             let span = self.span(&sys.topology, cpu, level);
             // rd->overload: nothing to pull unless some CPU has waiting work.
-            if !span.clone().any(|c| q.cpu_nr(sys, c) >= 2) {
+            if !sys.may_have_waiting(span.clone()) || !span.clone().any(|c| q.cpu_nr(sys, c) >= 2) {
                 continue;
             }
             if self.load_balance(sys, q, cpu, level, IdleKind::NewlyIdle) == Outcome::Moved {

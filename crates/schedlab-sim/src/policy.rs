@@ -103,6 +103,10 @@ pub struct Sys {
     idle_in_llc: Vec<u32>,
     busy_in_core: Vec<u32>,
     idle_cores_in_llc: Vec<u32>,
+    /// CPUs per LLC with two or more runnable tasks: the kernel's
+    /// rd->overloaded, per LLC, so a newly idle CPU skips the pull scan
+    /// of a domain where nothing waits.
+    waiting_in_llc: Vec<u32>,
 }
 
 impl Sys {
@@ -123,6 +127,7 @@ impl Sys {
             idle_in_llc: vec![topology.threads_per_core * topology.cores_per_llc; topology.llcs as usize],
             busy_in_core: vec![0; (topology.llcs * topology.cores_per_llc) as usize],
             idle_cores_in_llc: vec![topology.cores_per_llc; topology.llcs as usize],
+            waiting_in_llc: vec![0; topology.llcs as usize],
             topology,
         }
     }
@@ -131,6 +136,9 @@ impl Sys {
     pub(crate) fn inc_running(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu as usize];
         c.nr_running += 1;
+        if c.nr_running == 2 {
+            self.waiting_in_llc[self.topology.llc_of(cpu) as usize] += 1;
+        }
         if c.nr_running == 1 {
             let (llc, core) = (self.topology.llc_of(cpu) as usize, self.topology.core_of(cpu) as usize);
             self.idle_in_llc[llc] -= 1;
@@ -145,6 +153,9 @@ impl Sys {
     pub(crate) fn dec_running(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu as usize];
         c.nr_running -= 1;
+        if c.nr_running == 1 {
+            self.waiting_in_llc[self.topology.llc_of(cpu) as usize] -= 1;
+        }
         if c.nr_running == 0 {
             let (llc, core) = (self.topology.llc_of(cpu) as usize, self.topology.core_of(cpu) as usize);
             self.idle_in_llc[llc] += 1;
@@ -166,6 +177,10 @@ impl Sys {
                 .filter(|&c| self.topology.siblings(c).all(|s| self.idle(s)))
                 .count() as u32;
             let l = self.topology.llc_of(cpu) as usize;
+            let waiting = llc.clone().filter(|&c| self.cpus[c as usize].nr_running >= 2).count() as u32;
+            if waiting != self.waiting_in_llc[l] {
+                return Err(format!("LLC {l}: {waiting} CPUs with waiting tasks, counted {}", self.waiting_in_llc[l]));
+            }
             if idle != self.idle_in_llc[l] || idle_cores != self.idle_cores_in_llc[l] {
                 return Err(format!(
                     "LLC {l}: {idle} idle CPUs and {idle_cores} idle cores, counted {} and {}",
@@ -174,6 +189,17 @@ impl Sys {
             }
         }
         Ok(())
+    }
+
+    /// Whether some CPU in `span` may have a task waiting: false means none
+    /// has two runnable tasks (the answer of a scan, from the per-LLC
+    /// counts of the LLCs `span` overlaps).
+    pub fn may_have_waiting(&self, span: std::ops::Range<CpuId>) -> bool {
+        if span.is_empty() {
+            return false;
+        }
+        let (first, last) = (self.topology.llc_of(span.start), self.topology.llc_of(span.end - 1));
+        self.waiting_in_llc[first as usize..=last as usize].iter().any(|&n| n > 0)
     }
 
     /// Whether the LLC of `cpu` has an idle CPU.
