@@ -3,8 +3,9 @@
 //! periods, sums decayed by y^n with y^32 = 1/2 through the
 //! runnable_avg_yN_inv table (decay_load), a period's partial segments
 //! summed as __accumulate_pelt_segments does, and the average the sum over
-//! get_pelt_divider. Integer arithmetic throughout, so the balancer sees
-//! the kernel's numbers, rounding included.
+//! get_pelt_divider, recomputed only when a period boundary is crossed
+//! (___update_load_avg runs only then). Integer arithmetic throughout, so
+//! the balancer sees the kernel's numbers, rounding included.
 
 use schedlab_sim::Nanos;
 
@@ -49,12 +50,17 @@ fn accumulate_segments(periods: u64, d1: u64, d3: u64) -> u64 {
 pub struct Pelt {
     sum: u64,
     level: u64,
+    /// What the sum is scaled by into the average (a task's weight).
+    scale: u64,
+    /// The average as of the last period boundary crossed.
+    avg: u64,
     period_contrib: u32,
     last_update: Nanos,
 }
 
 impl Pelt {
-    /// ___update_load_sum to `now` at the current level.
+    /// ___update_load_sum to `now` at the current level, then
+    /// ___update_load_avg when a period boundary was crossed.
     fn update(&mut self, now: Nanos) {
         if now <= self.last_update {
             return;
@@ -77,22 +83,26 @@ impl Pelt {
         }
         self.period_contrib = rest as u32;
         self.sum += self.level * contrib;
+        if periods > 0 {
+            self.avg = self.scale * self.sum / (PELT_MIN_DIVIDER + self.period_contrib as u64);
+        }
     }
 
     /// The level changes at `now` (a task starts or stops being runnable,
-    /// a runqueue's weight changes).
-    pub fn set(&mut self, now: Nanos, level: u64) {
+    /// a runqueue's weight changes). `scale` is what the average is the
+    /// sum times: the task's weight for a task's load (se_weight), 1 for a
+    /// runqueue's load and for utilization.
+    pub fn set(&mut self, now: Nanos, level: u64, scale: u64) {
+        self.scale = scale;
         self.update(now);
         self.level = level;
     }
 
-    /// ___update_load_avg at `now`: `scale * sum / divider` (scale is the
-    /// task's weight for its load, 1 for a runqueue's load and for
-    /// utilization).
-    pub fn avg(&self, now: Nanos, scale: u64) -> u64 {
+    /// The average as the kernel would have it at `now`.
+    pub fn avg(&self, now: Nanos) -> u64 {
         let mut copy = *self;
         copy.update(now);
-        scale * copy.sum / (PELT_MIN_DIVIDER + copy.period_contrib as u64)
+        copy.avg
     }
 }
 
@@ -114,8 +124,8 @@ mod tests {
     #[test]
     fn always_runnable_converges_to_its_weight() {
         let mut p = Pelt::default();
-        p.set(0, 1);
-        let avg = p.avg(1000 * PERIOD_NS, 1024);
+        p.set(0, 1, 1024);
+        let avg = p.avg(1000 * PERIOD_NS);
         // The kernel's fixed point loses a little to rounding: 1002..1024.
         assert!((1000..=1024).contains(&avg), "{avg}");
     }
@@ -123,20 +133,31 @@ mod tests {
     #[test]
     fn half_life_is_32_periods() {
         let mut p = Pelt::default();
-        p.set(0, 1024);
-        let full = p.avg(1000 * PERIOD_NS, 1);
-        p.set(1000 * PERIOD_NS, 0);
-        let half = p.avg(1032 * PERIOD_NS, 1);
+        p.set(0, 1024, 1);
+        let full = p.avg(1000 * PERIOD_NS);
+        p.set(1000 * PERIOD_NS, 0, 1);
+        let half = p.avg(1032 * PERIOD_NS);
         assert!((half as i64 - full as i64 / 2).abs() <= 16, "{full} -> {half}");
+    }
+
+    #[test]
+    fn the_average_steps_at_period_boundaries() {
+        let mut p = Pelt::default();
+        p.set(0, 1024, 1);
+        p.set(10 * PERIOD_NS, 1024, 1);
+        let at_boundary = p.avg(10 * PERIOD_NS);
+        assert!(at_boundary > 0);
+        assert_eq!(p.avg(10 * PERIOD_NS + PERIOD_NS / 2), at_boundary);
+        assert!(p.avg(11 * PERIOD_NS) > at_boundary);
     }
 
     #[test]
     fn a_half_duty_cycle_averages_half() {
         let mut p = Pelt::default();
         for i in 0..2000 {
-            p.set(i * PERIOD_NS, (i % 2) * 1024);
+            p.set(i * PERIOD_NS, (i % 2) * 1024, 1);
         }
-        let avg = p.avg(2000 * PERIOD_NS, 1);
+        let avg = p.avg(2000 * PERIOD_NS);
         assert!((480..=544).contains(&avg), "{avg}");
     }
 }

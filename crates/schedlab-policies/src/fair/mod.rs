@@ -1197,7 +1197,7 @@ impl Fair {
             se = up;
         }
         let cpu = sys.task(t).cpu;
-        self.cpu_util[cpu as usize].set(sys.now, 0);
+        self.cpu_util[cpu as usize].set(sys.now, 0, 1);
     }
 
     /// check_cfs_rq_runtime: throttle a cfs_rq whose runtime is spent.
@@ -1286,13 +1286,14 @@ impl Fair {
     fn pelt_task(&mut self, sys: &Sys, t: TaskId, runnable: bool) {
         // A task's sum counts its runnable time; its weight applies when
         // the average is read (se_weight in ___update_load_avg).
-        self.task_pelt[t as usize].set(sys.now, u64::from(runnable));
+        let weight = self.ents[self.task_ent[t as usize] as usize].weight;
+        self.task_pelt[t as usize].set(sys.now, u64::from(runnable), weight);
         self.pelt_root(sys, sys.task(t).cpu);
     }
 
     fn pelt_root(&mut self, sys: &Sys, cpu: CpuId) {
         let load = self.rqs[self.root(cpu) as usize].load;
-        self.cpu_load[cpu as usize].set(sys.now, load);
+        self.cpu_load[cpu as usize].set(sys.now, load, 1);
     }
 
     fn list_add(&mut self, cpu: CpuId, t: TaskId) {
@@ -1359,8 +1360,7 @@ impl LbQueues for Fair {
     }
 
     fn task_load(&self, sys: &Sys, t: TaskId) -> f64 {
-        let se = self.task_ent[t as usize] as usize;
-        let mut load = self.task_pelt[t as usize].avg(sys.now, self.ents[se].weight) as f64;
+        let mut load = self.task_pelt[t as usize].avg(sys.now) as f64;
         let mut rq = self.ents[self.task_ent[t as usize] as usize].rq;
         while let Some(parent) = self.parent_rq(rq) {
             let gse = self.rqs[rq as usize].se;
@@ -1371,11 +1371,11 @@ impl LbQueues for Fair {
     }
 
     fn cpu_load(&self, sys: &Sys, cpu: CpuId) -> f64 {
-        self.cpu_load[cpu as usize].avg(sys.now, 1) as f64
+        self.cpu_load[cpu as usize].avg(sys.now) as f64
     }
 
     fn cpu_util(&self, sys: &Sys, cpu: CpuId) -> f64 {
-        self.cpu_util[cpu as usize].avg(sys.now, 1) as f64
+        self.cpu_util[cpu as usize].avg(sys.now) as f64
     }
 
     fn cpu_nr(&self, sys: &Sys, cpu: CpuId) -> u32 {
@@ -1547,7 +1547,7 @@ impl Policy for Fair {
         {
             // DELAY_DEQUEUE: stays in the tree, ineligible, until picked.
             self.ents[se as usize].delayed = true;
-            self.task_pelt[t as usize].set(sys.now, 0);
+            self.task_pelt[t as usize].set(sys.now, 0, self.ents[se as usize].weight);
             return;
         }
         self.dequeue_task_entities(se, true);
@@ -1617,7 +1617,7 @@ impl Policy for Fair {
                 self.put_prev_chain(sys, n);
                 return self.pick_next(sys, cpu);
             }
-            self.cpu_util[cpu as usize].set(sys.now, 1024);
+            self.cpu_util[cpu as usize].set(sys.now, 1024, 1);
             self.hrtick_start(sys, cpu, n);
         }
         next
