@@ -483,7 +483,7 @@ impl Balancer {
 }
 
 /// select_task_rq_fair for the shared per-CPU-runqueue policies.
-pub fn select_task_rq(sys: &Sys, q: &dyn LbQueues, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+pub fn select_task_rq(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
     if let Some(aff) = &sys.task(t).affinity
         && aff.count() == 1
     {
@@ -510,7 +510,7 @@ fn first_allowed(sys: &Sys, t: TaskId) -> CpuId {
 }
 
 /// wake_affine_idle, then wake_affine_weight.
-fn wake_affine(sys: &Sys, q: &dyn LbQueues, t: TaskId, this: CpuId, prev: CpuId, sync: bool) -> CpuId {
+fn wake_affine(sys: &Sys, q: &impl LbQueues, t: TaskId, this: CpuId, prev: CpuId, sync: bool) -> CpuId {
     if sys.idle(this) && sys.topology.share_cache(this, prev) {
         return if sys.idle(prev) { prev } else { this };
     }
@@ -566,7 +566,7 @@ fn select_idle_sibling(sys: &Sys, t: TaskId, prev: CpuId, target: CpuId) -> CpuI
 
 /// sched_balance_find_dst_cpu, flattened: the allowed CPU with the fewest
 /// runnable tasks, then the least load, then the nearest to the parent.
-fn find_idlest_cpu(sys: &Sys, q: &dyn LbQueues, t: TaskId, prev: CpuId) -> CpuId {
+fn find_idlest_cpu(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId) -> CpuId {
     let mut best = prev;
     let mut best_key = (u32::MAX, f64::MAX, u32::MAX);
     for c in 0..sys.nr_cpus {

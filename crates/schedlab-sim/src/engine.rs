@@ -12,6 +12,7 @@ use crate::topology::CpuId;
 use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, Workload};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +53,9 @@ pub trait Observer {
 #[derive(Default)]
 struct Prog {
     pc: u32,
-    loops: Vec<(u32, u64)>,
+    /// Open loops (start pc, iterations left), inline: read at every
+    /// iteration, a heap allocation of its own would be one more miss.
+    loops: SmallVec<[(u32, u64); 2]>,
     /// CPU time left in the current burst.
     remaining: Nanos,
     /// Part of `remaining` that is cache-cold penalty, not asked-for work.
@@ -65,6 +68,9 @@ struct Prog {
     runnable_since: Nanos,
     last_exec_cpu: Option<CpuId>,
     rng: Option<Pcg64Mcg>,
+    /// Kept with the program, not in an array of their own: an event
+    /// touches both, and with many tasks each array is a cache miss.
+    stats: TaskStats,
 }
 
 #[derive(Default)]
@@ -154,7 +160,6 @@ pub struct Engine<'w> {
     /// Start events still queued (the run ends early only when none is).
     pending_starts: u64,
     progs: Vec<Prog>,
-    stats: Vec<TaskStats>,
     cpu_run: Vec<CpuRun>,
     chans: Vec<Chan>,
     conds: Vec<VecDeque<TaskId>>,
@@ -184,7 +189,6 @@ impl<'w> Engine<'w> {
             queue: EventQueue::new(),
             pending_starts: 0,
             progs: Vec::new(),
-            stats: Vec::new(),
             cpu_run: vec![CpuRun { idle_since: Some(0), ..CpuRun::default() }; nr_cpus as usize],
             chans: w.channels.iter().map(|c| Chan { tokens: c.initial, waiters: VecDeque::new() }).collect(),
             conds: vec![VecDeque::new(); w.conds.len()],
@@ -276,7 +280,6 @@ impl<'w> Engine<'w> {
         let rng = task_rng(self.w.seed, t);
         self.progs.push(Prog { rng: Some(rng), ..Prog::default() });
         self.spec_instances[spec_id as usize] += 1;
-        self.stats.push(TaskStats::default());
         self.policy.task_new(&mut self.sys, t, parent);
         t
     }
@@ -381,7 +384,7 @@ impl<'w> Engine<'w> {
         prog.remaining -= done;
         let from_penalty = done.min(prog.penalty);
         prog.penalty -= from_penalty;
-        self.stats[t as usize].work += done - from_penalty;
+        self.progs[t as usize].stats.work += done - from_penalty;
         self.sys.tasks[t as usize].sum_exec += delta;
         if !self.sys.tasks[t as usize].policy.is_rt() {
             self.policy.account(&mut self.sys, cpu, t, delta);
@@ -414,13 +417,13 @@ impl<'w> Engine<'w> {
         debug_assert!(self.sys.allowed(t, cpu), "select_cpu chose a CPU outside the task's affinity");
         if new {
             self.alive += 1;
-            self.stats[t as usize].created = now;
+            self.progs[t as usize].stats.created = now;
         } else {
-            self.stats[t as usize].wakeups += 1;
+            self.progs[t as usize].stats.wakeups += 1;
         }
         if cpu != prev && !new {
             self.sys.migrations += 1;
-            self.stats[t as usize].migrations += 1;
+            self.progs[t as usize].stats.migrations += 1;
             self.observe(TraceEvent::Migrate { task: t, from: prev, to: cpu });
         }
         // enqueue_task runs update_curr on the target runqueue first.
@@ -549,7 +552,7 @@ impl<'w> Engine<'w> {
                         continue;
                     }
                     prog.remaining += burst;
-                    self.stats[t as usize].runs_done += 1;
+                    prog.stats.runs_done += 1;
                     let at = now + prog.remaining;
                     let epoch = self.cpu_run[cpu as usize].epoch;
                     self.push(at, Kind::BurstEnd(cpu, epoch));
@@ -566,7 +569,7 @@ impl<'w> Engine<'w> {
                     if prog.timer_next.len() <= slot {
                         prog.timer_next.resize(slot + 1, None);
                     }
-                    let started = self.stats[t as usize].created;
+                    let started = prog.stats.created;
                     let next = match mode.next_expiry(prog.timer_next[slot], period, started, now) {
                         Ok(next) => next,
                         Err(last) => {
@@ -692,7 +695,7 @@ impl<'w> Engine<'w> {
     fn exit(&mut self, cpu: CpuId, t: TaskId) {
         self.dequeue_running(cpu, t, Dequeue::Exit);
         self.sys.tasks[t as usize].state = TaskState::Exited;
-        self.stats[t as usize].exited = Some(self.sys.now);
+        self.progs[t as usize].stats.exited = Some(self.sys.now);
         self.alive -= 1;
         self.last_exit = self.sys.now;
         self.schedule(cpu);
@@ -738,7 +741,7 @@ impl<'w> Engine<'w> {
             let ran = now.saturating_sub(exec_start);
             let info = &mut self.sys.tasks[p as usize];
             info.last_ran = now;
-            let stats = &mut self.stats[p as usize];
+            let stats = &mut self.progs[p as usize].stats;
             if prev_state == TaskState::Running {
                 stats.involuntary += 1;
                 self.progs[p as usize].runnable_since = now;
@@ -776,7 +779,7 @@ impl<'w> Engine<'w> {
                 info.last_ran = exec_start;
                 let spec = info.spec;
                 let prog = &mut self.progs[t as usize];
-                let stats = &mut self.stats[t as usize];
+                let stats = &mut prog.stats;
                 stats.run_delay += exec_start - prog.runnable_since.min(exec_start);
                 if let Some(w) = prog.woke_at.take() {
                     let lat = exec_start - w.min(exec_start);
@@ -814,7 +817,7 @@ impl<'w> Engine<'w> {
                 self.sys.cpus[cpu as usize].nr_rt += 1;
                 let prio = rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
                 self.sys.migrate(t, cpu);
-                self.stats[t as usize].migrations += 1;
+                self.progs[t as usize].stats.migrations += 1;
                 self.rt.enqueue(cpu, t, prio);
             }
         }
@@ -898,7 +901,7 @@ impl<'w> Engine<'w> {
             .enumerate()
             .filter(|(_, info)| info.state != TaskState::New)
             .map(|(t, info)| {
-                let s = &self.stats[t];
+                let s = &self.progs[t].stats;
                 let spec = &w.tasks[info.spec as usize];
                 TaskRaw {
                     name: spec.task_name(t as TaskId),

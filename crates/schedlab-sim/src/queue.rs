@@ -2,112 +2,160 @@
 //! so equal-time events fire in the order they were scheduled and a run is
 //! deterministic.
 //!
-//! It is the hottest structure of the simulator, so the order key is packed
-//! into one `u128` (48 bits of time, 48 of sequence, 32 of a slot holding
-//! the event's payload) in a 4-ary min-heap: a node's four children share a
-//! 64-byte cache line and the tree is half as deep as a binary heap's.
-//! Payloads live in a slab indexed by the slot and are reused.
+//! It is the hottest structure of the simulator. The order key is one
+//! `u128` (time above, sequence below) and travels with its payload, so a
+//! pop reads nothing outside the queue's own arrays. Entries are kept in
+//! three tiers, like the kernel's timer wheel
+//! in front of an hrtimer queue: a 4-ary min-heap for the current bucket of
+//! about a millisecond (small, so it stays in cache), a ring of buckets for
+//! the next four seconds (a push is an append; a bucket moves into the heap
+//! when time reaches it) and a heap for anything later. With 100,000
+//! sleeping tasks the heap a pop sifts through holds only the current
+//! millisecond's events. The order of pops is exactly the key order.
 
 use crate::time::Nanos;
 
-/// Latest time the queue can hold: 2^48 ns, about 78 hours.
+/// Latest time a run may reach: 2^48 ns, about 78 hours.
 pub const MAX_TIME: Nanos = (1 << 48) - 1;
-const SEQ_BITS: u32 = 48;
-const SLOT_BITS: u32 = 32;
+const TIME_SHIFT: u32 = 64;
+/// A ring bucket spans 2^20 ns (about 1 ms).
+const BUCKET_SHIFT: u32 = 20;
+/// Buckets in the ring: about 4.4 s ahead.
+const NR_BUCKETS: u64 = 4096;
 
 pub struct EventQueue<K> {
-    heap: Vec<u128>,
-    slots: Vec<K>,
-    free: Vec<u32>,
+    /// Heap of every entry whose bucket is at or before `cur`.
+    near: Vec<(u128, K)>,
+    /// Bucket b (cur < b < cur + NR_BUCKETS) at index b % NR_BUCKETS.
+    ring: Vec<Vec<(u128, K)>>,
+    in_ring: usize,
+    /// Heap of entries at or beyond bucket cur + NR_BUCKETS.
+    far: Vec<(u128, K)>,
+    cur: u64,
     seq: u64,
+}
+
+fn bucket_of(key: u128) -> u64 {
+    ((key >> TIME_SHIFT) as u64) >> BUCKET_SHIFT
+}
+
+fn heap_push<K: Copy>(heap: &mut Vec<(u128, K)>, entry: (u128, K)) {
+    heap.push(entry);
+    let mut i = heap.len() - 1;
+    while i > 0 {
+        let parent = (i - 1) / 4;
+        if heap[parent].0 <= entry.0 {
+            break;
+        }
+        heap[i] = heap[parent];
+        i = parent;
+    }
+    heap[i] = entry;
+}
+
+fn heap_pop<K: Copy>(heap: &mut Vec<(u128, K)>) -> Option<(u128, K)> {
+    let top = *heap.first()?;
+    let last = heap.pop().expect("heap is not empty");
+    if heap.is_empty() {
+        return Some(top);
+    }
+    let n = heap.len();
+    let mut i = 0;
+    loop {
+        let first = 4 * i + 1;
+        let min = if first + 3 < n {
+            // A full node: pairwise minima compile to conditional moves,
+            // not to four hard-to-predict branches.
+            let h = &heap[first..first + 4];
+            let lo = if h[1].0 < h[0].0 { first + 1 } else { first };
+            let hi = if h[3].0 < h[2].0 { first + 3 } else { first + 2 };
+            if heap[hi].0 < heap[lo].0 { hi } else { lo }
+        } else if first < n {
+            (first..n).min_by_key(|&c| heap[c].0).expect("node has a child")
+        } else {
+            break;
+        };
+        if heap[min].0 >= last.0 {
+            break;
+        }
+        heap[i] = heap[min];
+        i = min;
+    }
+    heap[i] = last;
+    Some(top)
 }
 
 impl<K: Copy> EventQueue<K> {
     pub fn new() -> Self {
-        EventQueue { heap: Vec::new(), slots: Vec::new(), free: Vec::new(), seq: 0 }
+        EventQueue {
+            near: Vec::new(),
+            ring: (0..NR_BUCKETS).map(|_| Vec::new()).collect(),
+            in_ring: 0,
+            far: Vec::new(),
+            cur: 0,
+            seq: 0,
+        }
     }
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    #[cfg(test)]
-    fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.near.len() + self.in_ring + self.far.len()
     }
 
     /// Schedules `kind` at `at` (which must not exceed [`MAX_TIME`]).
     pub fn push(&mut self, at: Nanos, kind: K) {
         debug_assert!(at <= MAX_TIME, "event time {at} beyond the queue's range");
-        let slot = match self.free.pop() {
-            Some(s) => {
-                self.slots[s as usize] = kind;
-                s
-            }
-            None => {
-                self.slots.push(kind);
-                (self.slots.len() - 1) as u32
-            }
-        };
         self.seq += 1;
-        let key = (u128::from(at) << (SEQ_BITS + SLOT_BITS))
-            | (u128::from(self.seq & ((1 << SEQ_BITS) - 1)) << SLOT_BITS)
-            | u128::from(slot);
-        self.heap.push(key);
-        self.sift_up(self.heap.len() - 1);
+        self.file(((u128::from(at) << TIME_SHIFT) | u128::from(self.seq), kind));
+    }
+
+    /// Puts an entry in the tier its bucket belongs to.
+    fn file(&mut self, entry: (u128, K)) {
+        let b = bucket_of(entry.0);
+        if b <= self.cur {
+            heap_push(&mut self.near, entry);
+        } else if b < self.cur + NR_BUCKETS {
+            self.ring[(b % NR_BUCKETS) as usize].push(entry);
+            self.in_ring += 1;
+        } else {
+            heap_push(&mut self.far, entry);
+        }
     }
 
     /// The earliest event, removed.
     pub fn pop(&mut self) -> Option<(Nanos, K)> {
-        let top = *self.heap.first()?;
-        let last = self.heap.pop().expect("heap is not empty");
-        if !self.heap.is_empty() {
-            self.heap[0] = last;
-            self.sift_down(0);
+        while self.near.is_empty() {
+            if self.in_ring == 0 {
+                // Nothing in the ring: jump to the bucket before the far
+                // heap's earliest instead of stepping through empty ones.
+                let next = self.far.first()?.0;
+                self.cur = self.cur.max(bucket_of(next) - 1);
+            }
+            self.advance();
         }
-        let slot = (top & u128::from(u32::MAX)) as u32;
-        self.free.push(slot);
-        Some(((top >> (SEQ_BITS + SLOT_BITS)) as Nanos, self.slots[slot as usize]))
+        let (key, kind) = heap_pop(&mut self.near).expect("near is not empty");
+        Some(((key >> TIME_SHIFT) as Nanos, kind))
     }
 
-    fn sift_up(&mut self, mut i: usize) {
-        let key = self.heap[i];
-        while i > 0 {
-            let parent = (i - 1) / 4;
-            if self.heap[parent] <= key {
+    /// Moves on to the next bucket: its keys go into the heap, and the far
+    /// keys that the ring now reaches into the ring.
+    fn advance(&mut self) {
+        self.cur += 1;
+        let index = (self.cur % NR_BUCKETS) as usize;
+        let mut bucket = std::mem::take(&mut self.ring[index]);
+        self.in_ring -= bucket.len();
+        for entry in bucket.drain(..) {
+            heap_push(&mut self.near, entry);
+        }
+        // The emptied bucket keeps its capacity for the next lap.
+        self.ring[index] = bucket;
+        while let Some(&entry) = self.far.first() {
+            if bucket_of(entry.0) >= self.cur + NR_BUCKETS {
                 break;
             }
-            self.heap[i] = self.heap[parent];
-            i = parent;
+            heap_pop(&mut self.far);
+            self.file(entry);
         }
-        self.heap[i] = key;
-    }
-
-    fn sift_down(&mut self, mut i: usize) {
-        let key = self.heap[i];
-        let n = self.heap.len();
-        loop {
-            let first = 4 * i + 1;
-            let min = if first + 3 < n {
-                // A full node: pairwise minima compile to conditional moves,
-                // not to four hard-to-predict branches.
-                let h = &self.heap[first..first + 4];
-                let lo = if h[1] < h[0] { first + 1 } else { first };
-                let hi = if h[3] < h[2] { first + 3 } else { first + 2 };
-                if self.heap[hi] < self.heap[lo] { hi } else { lo }
-            } else if first < n {
-                (first..n).min_by_key(|&c| self.heap[c]).expect("node has a child")
-            } else {
-                break;
-            };
-            if self.heap[min] >= key {
-                break;
-            }
-            self.heap[i] = self.heap[min];
-            i = min;
-        }
-        self.heap[i] = key;
     }
 }
 
@@ -146,16 +194,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn slots_are_reused() {
-        let mut q = EventQueue::new();
-        for round in 0..100u64 {
-            q.push(round, round);
-            q.push(round, round + 1);
-            assert_eq!(q.pop(), Some((round, round)));
-            assert_eq!(q.pop(), Some((round, round + 1)));
+    proptest! {
+        /// The same across the tiers: times spread over seconds, beyond
+        /// the ring's reach, and pushes earlier than the last pop.
+        #[test]
+        fn pops_in_order_across_tiers(ops in proptest::collection::vec((any::<bool>(), 0u64..20_000_000_000), 1..400)) {
+            let mut q = EventQueue::new();
+            let mut model: Vec<(Nanos, u32)> = Vec::new();
+            let mut id = 0u32;
+            for (is_push, at) in ops {
+                if is_push || model.is_empty() {
+                    q.push(at, id);
+                    model.push((at, id));
+                    id += 1;
+                } else {
+                    let i = (0..model.len()).min_by_key(|&i| (model[i].0, i)).unwrap();
+                    let want = model.remove(i);
+                    prop_assert_eq!(q.pop(), Some(want));
+                }
+                prop_assert_eq!(q.len(), model.len());
+            }
+            while let Some(want) = (0..model.len()).min_by_key(|&i| (model[i].0, i)).map(|i| model.remove(i)) {
+                prop_assert_eq!(q.pop(), Some(want));
+            }
+            prop_assert_eq!(q.pop(), None);
         }
-        assert!(q.is_empty());
-        assert!(q.slots.len() <= 2);
     }
 }

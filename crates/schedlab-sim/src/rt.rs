@@ -35,7 +35,13 @@ pub(crate) fn rt_prio(p: SchedPolicy) -> Option<u8> {
 
 impl RtClass {
     pub fn new(nr_cpus: u32) -> RtClass {
-        RtClass { queues: vec![BTreeSet::new(); nr_cpus as usize], key: Vec::new(), rr_left: Vec::new(), seq: 0, overloaded: 0 }
+        RtClass {
+            queues: vec![BTreeSet::new(); nr_cpus as usize],
+            key: Vec::new(),
+            rr_left: Vec::new(),
+            seq: 0,
+            overloaded: 0,
+        }
     }
 
     fn slot(&mut self, t: TaskId) {

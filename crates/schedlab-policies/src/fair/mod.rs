@@ -79,6 +79,16 @@ struct Ent {
     node: Node,
 }
 
+/// What the class keeps per task, together: a wakeup reads all three.
+#[derive(Clone, Debug)]
+struct FairTask {
+    se: u32,
+    /// Index in its CPU's `cpu_tasks` (NONE when not queued).
+    pos: u32,
+    /// Runnable load (PELT).
+    pelt: Pelt,
+}
+
 #[derive(Clone, Debug, Default)]
 struct Rq {
     tree: Tree,
@@ -123,20 +133,20 @@ pub struct Fair {
     tun: FairTunables,
     ents: Vec<Ent>,
     rqs: Vec<Rq>,
-    task_ent: Vec<u32>,
+    /// Per task: its entity, its place in its CPU's list, its PELT.
+    per_task: Vec<FairTask>,
     /// cgroup v2 cpu.weight turned into shares (weight * 1024 / 100).
     group_shares: Vec<u64>,
     /// Sum over CPUs of each group's cfs_rq load (tg->load_avg stand-in).
     group_load: Vec<u64>,
     bw: Vec<Option<Bandwidth>>,
     nr_cpus: u32,
-    /// Per-task PELT runnable load, per-CPU root load and utilization.
-    task_pelt: Vec<Pelt>,
+    /// Per-CPU PELT of the root cfs_rq's load and of utilization.
     cpu_load: Vec<Pelt>,
     cpu_util: Vec<Pelt>,
-    /// Queued fair tasks per CPU, for the balancer (position in `pos`).
+    /// Queued fair tasks per CPU, for the balancer (a task's index in
+    /// its list is `FairTask::pos`).
     cpu_tasks: Vec<Vec<TaskId>>,
-    pos: Vec<u32>,
     push_to: Vec<Option<CpuId>>,
     hrtick_epoch: Vec<u32>,
     lb: Option<Balancer>,
@@ -265,7 +275,7 @@ impl Fair {
             variant,
             ents: Vec::new(),
             rqs: Vec::new(),
-            task_ent: Vec::new(),
+            per_task: Vec::new(),
             group_shares: groups.iter().map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES)).collect(),
             group_load: vec![0; nr_groups as usize],
             bw: groups
@@ -283,11 +293,9 @@ impl Fair {
                 })
                 .collect(),
             nr_cpus: n,
-            task_pelt: Vec::new(),
             cpu_load: vec![Pelt::default(); n as usize],
             cpu_util: vec![Pelt::default(); n as usize],
             cpu_tasks: vec![Vec::new(); n as usize],
-            pos: Vec::new(),
             push_to: vec![None; n as usize],
             hrtick_epoch: vec![0; n as usize],
             tick: w.machine.tick_ns(),
@@ -361,7 +369,7 @@ impl Fair {
 
     /// update_burst_score's reweight_task_by_prio when the score moved.
     fn bore_reweight(&mut self, sys: &Sys, t: TaskId) {
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         let w = self.bore_weight(sys, t);
         if w != self.ents[se as usize].weight {
             self.reweight_entity(se, w);
@@ -791,7 +799,7 @@ impl Fair {
     }
 
     fn enqueue_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         let target = self.group_rq(self.task_group(sys, t), cpu);
         if self.ents[se as usize].delayed {
             debug_assert_eq!(self.ents[se as usize].rq, target, "delayed task woken on another CPU");
@@ -823,7 +831,7 @@ impl Fair {
             let base = sys
                 .task(t)
                 .parent
-                .map(|p| self.task_ent[p as usize])
+                .map(|p| self.per_task[p as usize].se)
                 .filter(|&p| self.ents[p as usize].rq == target && self.ents[p as usize].on_rq)
                 .map_or(self.rqs[target as usize].min_vruntime, |p| self.ents[p as usize].vruntime);
             self.ents[se as usize].vruntime = base;
@@ -1054,11 +1062,7 @@ impl Fair {
             let second = if Some(se) == curr {
                 first
             } else {
-                let next_in_tree = if tt {
-                    self.tt_first(rq, now, Some(se))
-                } else {
-                    r.tree.next(&self.ents, se)
-                };
+                let next_in_tree = if tt { self.tt_first(rq, now, Some(se)) } else { r.tree.next(&self.ents, se) };
                 match (next_in_tree, curr) {
                     (None, c) => c,
                     (Some(n), Some(c)) if before(c, n) => Some(c),
@@ -1182,7 +1186,7 @@ impl Fair {
 
     /// put_prev_task for the whole chain of a task that stops running.
     fn put_prev_chain(&mut self, sys: &mut Sys, t: TaskId) {
-        let mut se = self.task_ent[t as usize];
+        let mut se = self.per_task[t as usize].se;
         loop {
             let rq = self.ents[se as usize].rq;
             if self.rqs[rq as usize].curr != Some(se) {
@@ -1268,7 +1272,7 @@ impl Fair {
         if !self.tun.features.hrtick {
             return;
         }
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         let e = &self.ents[se as usize];
         let slice = match self.variant {
             Variant::Cfs => self.sched_slice(se),
@@ -1286,8 +1290,8 @@ impl Fair {
     fn pelt_task(&mut self, sys: &Sys, t: TaskId, runnable: bool) {
         // A task's sum counts its runnable time; its weight applies when
         // the average is read (se_weight in ___update_load_avg).
-        let weight = self.ents[self.task_ent[t as usize] as usize].weight;
-        self.task_pelt[t as usize].set(sys.now, u64::from(runnable), weight);
+        let weight = self.ents[self.per_task[t as usize].se as usize].weight;
+        self.per_task[t as usize].pelt.set(sys.now, u64::from(runnable), weight);
         self.pelt_root(sys, sys.task(t).cpu);
     }
 
@@ -1297,25 +1301,25 @@ impl Fair {
     }
 
     fn list_add(&mut self, cpu: CpuId, t: TaskId) {
-        if self.pos[t as usize] != NONE {
+        if self.per_task[t as usize].pos != NONE {
             return;
         }
         let l = &mut self.cpu_tasks[cpu as usize];
-        self.pos[t as usize] = l.len() as u32;
+        self.per_task[t as usize].pos = l.len() as u32;
         l.push(t);
     }
 
     fn list_remove(&mut self, cpu: CpuId, t: TaskId) {
-        let p = self.pos[t as usize];
+        let p = self.per_task[t as usize].pos;
         if p == NONE {
             return;
         }
         let l = &mut self.cpu_tasks[cpu as usize];
         l.swap_remove(p as usize);
         if let Some(&moved) = l.get(p as usize) {
-            self.pos[moved as usize] = p;
+            self.per_task[moved as usize].pos = p;
         }
-        self.pos[t as usize] = NONE;
+        self.per_task[t as usize].pos = NONE;
     }
 
     /// find_matching_se: walk both up to the cfs_rq they share.
@@ -1334,7 +1338,7 @@ impl Fair {
     }
 
     fn migrate_queued(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         self.list_remove(from, t);
         self.pelt_task(sys, t, false);
         self.dequeue_task_entities(se, false);
@@ -1354,14 +1358,14 @@ impl LbQueues for Fair {
             Some(t) != running
                 && Some(t) != dedicated
                 && sys.task(t).state == TaskState::Runnable
-                && !self.throttled_hierarchy(self.ents[self.task_ent[t as usize] as usize].rq)
+                && !self.throttled_hierarchy(self.ents[self.per_task[t as usize].se as usize].rq)
         }));
         out.sort_by_key(|&t| (sys.task(t).last_ran, t));
     }
 
     fn task_load(&self, sys: &Sys, t: TaskId) -> f64 {
-        let mut load = self.task_pelt[t as usize].avg(sys.now) as f64;
-        let mut rq = self.ents[self.task_ent[t as usize] as usize].rq;
+        let mut load = self.per_task[t as usize].pelt.avg(sys.now) as f64;
+        let mut rq = self.ents[self.per_task[t as usize].se as usize].rq;
         while let Some(parent) = self.parent_rq(rq) {
             let gse = self.rqs[rq as usize].se;
             load = load * self.ents[gse as usize].weight as f64 / self.rqs[rq as usize].load.max(1) as f64;
@@ -1462,12 +1466,10 @@ impl Policy for Fair {
             depth,
             node: Node::default(),
         });
-        if self.task_ent.len() <= t as usize {
-            self.task_ent.resize(t as usize + 1, NONE);
-            self.task_pelt.resize(t as usize + 1, Pelt::default());
-            self.pos.resize(t as usize + 1, NONE);
+        if self.per_task.len() <= t as usize {
+            self.per_task.resize(t as usize + 1, FairTask { se: NONE, pos: NONE, pelt: Pelt::default() });
         }
-        self.task_ent[t as usize] = se;
+        self.per_task[t as usize].se = se;
         if self.cacule.is_some() {
             // wake_up_new_task stamps cacule_start_time.
             self.cnodes.push(cacule::Node { vruntime: 0, start_time: sys.now });
@@ -1501,7 +1503,7 @@ impl Policy for Fair {
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
         // A delayed task is still queued: ttwu_runnable requeues it in place.
-        if self.ents[self.task_ent[t as usize] as usize].delayed {
+        if self.ents[self.per_task[t as usize].se as usize].delayed {
             return prev;
         }
         // CacULE drops wake_affine: select_idle_sibling around prev.
@@ -1531,7 +1533,7 @@ impl Policy for Fair {
                 self.children[p as usize].retain(|&c| c != t);
             }
         }
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         let rq = self.ents[se as usize].rq;
         if self.tt.is_some() {
             // dequeue_entity's TT block runs before its update_curr: the
@@ -1547,7 +1549,7 @@ impl Policy for Fair {
         {
             // DELAY_DEQUEUE: stays in the tree, ineligible, until picked.
             self.ents[se as usize].delayed = true;
-            self.task_pelt[t as usize].set(sys.now, 0, self.ents[se as usize].weight);
+            self.per_task[t as usize].pelt.set(sys.now, 0, self.ents[se as usize].weight);
             return;
         }
         self.dequeue_task_entities(se, true);
@@ -1567,7 +1569,7 @@ impl Policy for Fair {
         let prev_task = self.running_task(cpu);
         if let Some(p) = prev_task {
             // pick_next_task_fair: the yield mark lasts one pick.
-            let pse = self.task_ent[p as usize] as usize;
+            let pse = self.per_task[p as usize].se as usize;
             if self.cacule.is_some() {
                 self.cnodes[pse].unmark_yield();
             } else if self.tt.is_some() {
@@ -1578,7 +1580,7 @@ impl Policy for Fair {
             (Some(p), Some(n)) if p == n => {}
             (Some(p), Some(n)) => {
                 // put_prev_set_next over the levels where the chains differ.
-                let (mut a, mut b) = (self.task_ent[p as usize], self.task_ent[n as usize]);
+                let (mut a, mut b) = (self.per_task[p as usize].se, self.per_task[n as usize].se);
                 loop {
                     if self.ents[a as usize].rq == self.ents[b as usize].rq {
                         let rq = self.ents[a as usize].rq;
@@ -1604,16 +1606,16 @@ impl Policy for Fair {
                         break;
                     }
                 }
-                self.set_next_chain(self.task_ent[n as usize]);
+                self.set_next_chain(self.per_task[n as usize].se);
             }
             (Some(p), None) => self.put_prev_chain(sys, p),
-            (None, Some(n)) => self.set_next_chain(self.task_ent[n as usize]),
+            (None, Some(n)) => self.set_next_chain(self.per_task[n as usize].se),
             (None, None) => {}
         }
         if let Some(n) = next {
             // A throttle found while putting prev back can leave the picked
             // task's hierarchy throttled: pick again.
-            if self.throttled_hierarchy(self.ents[self.task_ent[n as usize] as usize].rq) {
+            if self.throttled_hierarchy(self.ents[self.per_task[n as usize].se as usize].rq) {
                 self.put_prev_chain(sys, n);
                 return self.pick_next(sys, cpu);
             }
@@ -1636,7 +1638,7 @@ impl Policy for Fair {
                 self.bore_reweight(sys, t);
             }
         }
-        let mut se = self.task_ent[t as usize];
+        let mut se = self.per_task[t as usize].se;
         let mut resched = false;
         loop {
             let rq = self.ents[se as usize].rq;
@@ -1671,7 +1673,7 @@ impl Policy for Fair {
             se = up;
         }
         if let Some(tun) = &self.tt {
-            let se = self.task_ent[t as usize];
+            let se = self.per_task[t as usize].se;
             let nice = sys.task(t).nice as i64;
             let change = self.tnodes[se as usize].charge(sys.now, delta, nice, tun);
             self.last_charge[t as usize] = (sys.now, delta);
@@ -1690,7 +1692,7 @@ impl Policy for Fair {
             self.tt_check_dedicated(cpu);
         }
         // entity_tick -> check_preempt_tick at every level.
-        let mut se = self.task_ent[curr as usize];
+        let mut se = self.per_task[curr as usize].se;
         loop {
             let rq = self.ents[se as usize].rq;
             if self.cacule.is_some() {
@@ -1730,7 +1732,7 @@ impl Policy for Fair {
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, _cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
         let (cp, wp) = (sys.task(curr).policy, sys.task(woken).policy);
-        let pse0 = self.task_ent[woken as usize];
+        let pse0 = self.per_task[woken as usize].se;
         if self.throttled_hierarchy(self.ents[pse0 as usize].rq) {
             return false;
         }
@@ -1745,7 +1747,7 @@ impl Policy for Fair {
         if curr_idle != woken_idle || !matches!(wp, SchedPolicy::Normal | SchedPolicy::Iso) {
             return false;
         }
-        let (se, pse) = self.matching(self.task_ent[curr as usize], pse0);
+        let (se, pse) = self.matching(self.per_task[curr as usize].se, pse0);
         let rq = self.ents[se as usize].rq;
         if self.cacule.is_some() {
             // A strictly more interactive waker preempts; no buddies.
@@ -1792,7 +1794,7 @@ impl Policy for Fair {
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
         if let Some(tun) = &self.bore {
             // restart_burst_rescale_deadline, even when alone on the CPU.
-            let se = self.task_ent[t as usize];
+            let se = self.per_task[t as usize].se;
             let old_w = self.ents[se as usize].weight;
             let b = &mut self.burst[t as usize];
             let old = b.score;
@@ -1811,14 +1813,14 @@ impl Policy for Fair {
         if let Some(c) = &self.cacule {
             // CacULE marks before the lone-task test and sets no skip buddy.
             if c.yield_mark {
-                self.cnodes[self.task_ent[t as usize] as usize].mark_yield();
+                self.cnodes[self.per_task[t as usize].se as usize].mark_yield();
             }
             return;
         }
         if sys.cpus[cpu as usize].nr_running <= 1 {
             return;
         }
-        let se = self.task_ent[t as usize];
+        let se = self.per_task[t as usize].se;
         if self.tt.is_some() {
             self.tnodes[se as usize].mark_yield();
         }
@@ -1902,7 +1904,7 @@ impl Policy for Fair {
             {
                 let n = (0..sys.tasks.len() as TaskId)
                     .filter(|&t| !sys.task(t).policy.is_rt() && sys.task(t).state != TaskState::Exited)
-                    .filter(|&t| self.tnodes[self.task_ent[t as usize] as usize].task_type == ty)
+                    .filter(|&t| self.tnodes[self.per_task[t as usize].se as usize].task_type == ty)
                     .count();
                 out.push((format!("tt_tasks_{}", ty.name()), n as f64));
             }
@@ -1964,7 +1966,7 @@ impl Policy for Fair {
                 return Err(format!("cfs_rq {i}: avg_vruntime sums drifted"));
             }
         }
-        for (t, &se) in self.task_ent.iter().enumerate() {
+        for (t, se) in self.per_task.iter().map(|p| p.se).enumerate() {
             if se == NONE {
                 continue;
             }
@@ -2054,7 +2056,7 @@ impl Fair {
     /// running nor queued here any more.
     fn tt_check_dedicated(&mut self, cpu: CpuId) {
         if let Some(d) = self.dedicated[cpu as usize] {
-            let e = &self.ents[self.task_ent[d as usize] as usize];
+            let e = &self.ents[self.per_task[d as usize].se as usize];
             if !(e.on_rq && e.rq == self.root(cpu)) {
                 self.dedicated[cpu as usize] = None;
             }
@@ -2063,12 +2065,12 @@ impl Fair {
 
     /// The TT task type of `t` (tests, reports).
     pub fn tt_type(&self, t: TaskId) -> Option<TaskType> {
-        self.tt.as_ref().map(|_| self.tnodes[self.task_ent[t as usize] as usize].task_type)
+        self.tt.as_ref().map(|_| self.tnodes[self.per_task[t as usize].se as usize].task_type)
     }
 
     /// The CacULE interactivity score of `t` at `now` (tests, reports).
     pub fn interactivity_score(&self, t: TaskId, now: Nanos) -> Option<u64> {
-        self.cacule.as_ref().map(|_| self.cacule_score(self.task_ent[t as usize], now))
+        self.cacule.as_ref().map(|_| self.cacule_score(self.per_task[t as usize].se, now))
     }
 
     fn running_task(&self, cpu: CpuId) -> Option<TaskId> {
@@ -2085,6 +2087,6 @@ impl Fair {
 
     /// Real-time rescaling check used by tests: the slice CFS gives `t` now.
     pub fn slice_of(&self, t: TaskId) -> u64 {
-        self.sched_slice(self.task_ent[t as usize])
+        self.sched_slice(self.per_task[t as usize].se)
     }
 }
