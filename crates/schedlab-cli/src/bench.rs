@@ -85,8 +85,8 @@ fn measure(w: &Workload, sched: &str, tasks: usize) -> Result<Measured> {
     })
 }
 
-fn row(label: &str, sched: &str, m: &Measured) {
-    println!(
+fn row(label: &str, sched: &str, m: &Measured) -> String {
+    format!(
         "{:<34} {:<7} {:>10} {:>12.0} {:>9.0} {:>10.2} {:>10.0}",
         label,
         sched,
@@ -95,7 +95,7 @@ fn row(label: &str, sched: &str, m: &Measured) {
         m.wall * 1e9 / m.events.max(1) as f64,
         m.sim_s / m.wall,
         m.bytes_per_task
-    );
+    )
 }
 
 pub fn run(quick: bool) -> Result<()> {
@@ -113,16 +113,46 @@ pub fn run(quick: bool) -> Result<()> {
         let w = load_workload(c)?;
         let tasks = w.tasks.iter().map(|t| t.count as usize).sum();
         for p in POLICIES {
-            row(label, p.name, &measure(&w, p.name, tasks)?);
+            println!("{}", row(label, p.name, &measure(&w, p.name, tasks)?));
         }
     }
     println!();
-    println!("cost per event as tasks grow (256 CPUs, ~25 CPUs of demand):");
+    println!("cost per event as tasks grow (256 CPUs, ~25 CPUs of demand; every task forks at 0 s):");
+    println!(
+        "{:<34} {:<7} {:>10} {:>12} {:>9} {:>10} {:>10} {:>12}",
+        "workload", "sched", "events", "events/s", "ns/event", "sim/wall", "bytes/task", "steady ns/ev"
+    );
     let counts: &[u32] = if quick { &[100, 1_000, 10_000] } else { &[100, 1_000, 10_000, 100_000] };
+    let half = 500_000_000 / scale;
     for p in POLICIES {
+        let mut steady_at = Vec::new();
         for &n in counts {
-            let w = scaling_workload(n, 1_000_000_000 / scale).map_err(|e| anyhow!("{e}"))?;
-            row(&format!("scaling: {n} tasks"), p.name, &measure(&w, p.name, n as usize)?);
+            // The run from 0 to 2d, and its second half alone as the
+            // difference from a run to d: the forks of the first
+            // moments (each visits every CPU, as sched_balance_find_dst_group
+            // does) and the report are then left out of the steady cost.
+            let short = measure(&scaling_workload(n, half).map_err(|e| anyhow!("{e}"))?, p.name, n as usize)?;
+            let long = measure(&scaling_workload(n, 2 * half).map_err(|e| anyhow!("{e}"))?, p.name, n as usize)?;
+            // Wall-clock noise can exceed a short second half: no figure then.
+            let extra_events = long.events.saturating_sub(short.events);
+            let steady = (long.wall > short.wall && extra_events > 0)
+                .then(|| (long.wall - short.wall) * 1e9 / extra_events as f64);
+            let shown = steady.map_or_else(|| "-".to_string(), |s| format!("{s:.0}"));
+            println!("{} {shown:>12}", row(&format!("scaling: {n} tasks"), p.name, &long));
+            steady_at.push((n, long.wall * 1e9 / long.events.max(1) as f64, steady));
+        }
+        if let (Some(&(_, total_1k, steady_1k)), Some(&(last, total, steady))) =
+            (steady_at.iter().find(|s| s.0 == 1_000), steady_at.last())
+        {
+            let steady_growth = match (steady, steady_1k) {
+                (Some(s), Some(s1k)) => format!("x{:.2}", s / s1k),
+                _ => "not measurable (noise)".to_string(),
+            };
+            println!(
+                "{}: cost per event from 1,000 to {last} tasks x{:.2} overall, {steady_growth} in the steady state",
+                p.name,
+                total / total_1k,
+            );
         }
     }
     println!();

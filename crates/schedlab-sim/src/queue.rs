@@ -5,13 +5,15 @@
 //! It is the hottest structure of the simulator. The order key is one
 //! `u128` (time above, sequence below) and travels with its payload, so a
 //! pop reads nothing outside the queue's own arrays. Entries are kept in
-//! three tiers, like the kernel's timer wheel
-//! in front of an hrtimer queue: a 4-ary min-heap for the current bucket of
-//! about a millisecond (small, so it stays in cache), a ring of buckets for
-//! the next four seconds (a push is an append; a bucket moves into the heap
-//! when time reaches it) and a heap for anything later. With 100,000
-//! sleeping tasks the heap a pop sifts through holds only the current
-//! millisecond's events. The order of pops is exactly the key order.
+//! three tiers, like the kernel's timer wheel in front of an hrtimer queue:
+//! a 4-ary min-heap for the current bucket of about a millisecond (small,
+//! so it stays in cache), a ring of buckets for the next four seconds (a
+//! push links the entry into its bucket's list, in a pool that reuses
+//! freed entries, so memory follows the events pending; a bucket moves
+//! into the heap when time reaches it) and a heap for anything later. With
+//! 100,000 sleeping tasks the heap a pop sifts through holds only the
+//! current millisecond's events. The order of pops is exactly the key
+//! order.
 
 use crate::time::Nanos;
 
@@ -22,12 +24,18 @@ const TIME_SHIFT: u32 = 64;
 const BUCKET_SHIFT: u32 = 20;
 /// Buckets in the ring: about 4.4 s ahead.
 const NR_BUCKETS: u64 = 4096;
+const NONE: u32 = u32::MAX;
 
 pub struct EventQueue<K> {
     /// Heap of every entry whose bucket is at or before `cur`.
     near: Vec<(u128, K)>,
-    /// Bucket b (cur < b < cur + NR_BUCKETS) at index b % NR_BUCKETS.
-    ring: Vec<Vec<(u128, K)>>,
+    /// First pool entry of bucket b (cur < b < cur + NR_BUCKETS) at index
+    /// b % NR_BUCKETS, NONE when empty.
+    ring: Vec<u32>,
+    /// Ring entries with the next entry of their bucket (or of the free
+    /// list).
+    pool: Vec<(u128, K, u32)>,
+    free: u32,
     in_ring: usize,
     /// Heap of entries at or beyond bucket cur + NR_BUCKETS.
     far: Vec<(u128, K)>,
@@ -89,7 +97,9 @@ impl<K: Copy> EventQueue<K> {
     pub fn new() -> Self {
         EventQueue {
             near: Vec::new(),
-            ring: (0..NR_BUCKETS).map(|_| Vec::new()).collect(),
+            ring: vec![NONE; NR_BUCKETS as usize],
+            pool: Vec::new(),
+            free: NONE,
             in_ring: 0,
             far: Vec::new(),
             cur: 0,
@@ -115,7 +125,17 @@ impl<K: Copy> EventQueue<K> {
         if b <= self.cur {
             heap_push(&mut self.near, entry);
         } else if b < self.cur + NR_BUCKETS {
-            self.ring[(b % NR_BUCKETS) as usize].push(entry);
+            let head = &mut self.ring[(b % NR_BUCKETS) as usize];
+            let linked = (entry.0, entry.1, *head);
+            *head = if self.free == NONE {
+                self.pool.push(linked);
+                (self.pool.len() - 1) as u32
+            } else {
+                let index = self.free;
+                self.free = self.pool[index as usize].2;
+                self.pool[index as usize] = linked;
+                index
+            };
             self.in_ring += 1;
         } else {
             heap_push(&mut self.far, entry);
@@ -141,14 +161,15 @@ impl<K: Copy> EventQueue<K> {
     /// keys that the ring now reaches into the ring.
     fn advance(&mut self) {
         self.cur += 1;
-        let index = (self.cur % NR_BUCKETS) as usize;
-        let mut bucket = std::mem::take(&mut self.ring[index]);
-        self.in_ring -= bucket.len();
-        for entry in bucket.drain(..) {
-            heap_push(&mut self.near, entry);
+        let mut at = std::mem::replace(&mut self.ring[(self.cur % NR_BUCKETS) as usize], NONE);
+        while at != NONE {
+            let (key, kind, next) = self.pool[at as usize];
+            heap_push(&mut self.near, (key, kind));
+            self.pool[at as usize].2 = self.free;
+            self.free = at;
+            self.in_ring -= 1;
+            at = next;
         }
-        // The emptied bucket keeps its capacity for the next lap.
-        self.ring[index] = bucket;
         while let Some(&entry) = self.far.first() {
             if bucket_of(entry.0) >= self.cur + NR_BUCKETS {
                 break;
