@@ -244,8 +244,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         return Err(err(0, "the trace shows no task running: nothing to replay".into()));
     }
 
-    let topology = Topology::flat(ov.cpus.unwrap_or(max_cpu + 1));
-    topology.check().map_err(|m| err(0, m))?;
+    let topology = Topology::flat(ov.cpus.unwrap_or(max_cpu + 1)).map_err(|m| err(0, m))?;
     let nr_cpus = topology.nr_cpus();
     let index_of: BTreeMap<u32, usize> = tasks.iter().enumerate().map(|(i, (pid, _))| (*pid, i)).collect();
     let mut specs = Vec::new();

@@ -605,8 +605,11 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         line: e.line(),
         message: format!("not valid rt-app JSON: {e}"),
     })?;
-    let topology = Topology::flat(ov.cpus.unwrap_or(1));
-    topology.check().map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?;
+    let topology = Topology::flat(ov.cpus.unwrap_or(1)).map_err(|m| WorkloadError {
+        origin: "--cpus".into(),
+        line: 0,
+        message: m,
+    })?;
     let mut conv = Conv {
         origin,
         text,

@@ -19,19 +19,21 @@ pub struct Topology {
 }
 
 impl Topology {
-    pub fn flat(cpus: u32) -> Topology {
+    /// One LLC of `cpus` CPUs without SMT; refused outside 1 to 4096 CPUs.
+    pub fn flat(cpus: u32) -> Result<Topology, String> {
         Topology::new(1, cpus, 1)
     }
 
-    fn new(llcs: u32, cores_per_llc: u32, threads_per_core: u32) -> Topology {
-        let cpus = llcs as u64 * cores_per_llc as u64 * threads_per_core as u64;
-        // An impossible size is refused by check(); its table stays empty.
-        let places = if cpus <= 4096 {
-            (0..cpus as u32).map(|c| (c / threads_per_core, c / (threads_per_core * cores_per_llc))).collect()
-        } else {
-            Box::default()
-        };
-        Topology { llcs, cores_per_llc, threads_per_core, places }
+    /// Refuses a machine outside 1 to 4096 CPUs, before building its
+    /// per-CPU table.
+    fn new(llcs: u32, cores_per_llc: u32, threads_per_core: u32) -> Result<Topology, String> {
+        let total = llcs as u64 * cores_per_llc as u64 * threads_per_core as u64;
+        if total == 0 || total > 4096 {
+            return Err(format!("{total} CPUs: schedlab simulates 1 to 4096 CPUs"));
+        }
+        let places =
+            (0..total as u32).map(|c| (c / threads_per_core, c / (threads_per_core * cores_per_llc))).collect();
+        Ok(Topology { llcs, cores_per_llc, threads_per_core, places })
     }
 
     pub fn parse(text: &str) -> Result<Topology, String> {
@@ -48,17 +50,7 @@ impl Topology {
         if n.contains(&0) {
             return Err(format!("topology '{text}': every count must be at least 1"));
         }
-        let topo = Topology::new(n[0], n[1], n[2]);
-        topo.check()?;
-        Ok(topo)
-    }
-
-    pub fn check(&self) -> Result<(), String> {
-        let total = self.llcs as u64 * self.cores_per_llc as u64 * self.threads_per_core as u64;
-        if total == 0 || total > 4096 {
-            return Err(format!("{total} CPUs: schedlab simulates 1 to 4096 CPUs"));
-        }
-        Ok(())
+        Topology::new(n[0], n[1], n[2])
     }
 
     pub fn nr_cpus(&self) -> u32 {

@@ -414,20 +414,12 @@ impl Workload {
             (Some(c), Some(_)) => {
                 return Err(ctx.err(c.span(), "give either machine.cpus or machine.topology, not both"));
             }
-            (Some(c), None) => {
-                let t = Topology::flat(*c.get_ref());
-                t.check().map_err(|m| ctx.err(c.span(), m))?;
-                t
-            }
+            (Some(c), None) => Topology::flat(*c.get_ref()).map_err(|m| ctx.err(c.span(), m))?,
             (None, Some(t)) => Topology::parse(t.get_ref()).map_err(|m| ctx.err(t.span(), m))?,
-            (None, None) => Topology::flat(1),
+            (None, None) => Topology::flat(1).expect("one CPU is a machine"),
         };
         let topology = match ov.cpus {
-            Some(n) => {
-                let t = Topology::flat(n);
-                t.check().map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?;
-                t
-            }
+            Some(n) => Topology::flat(n).map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?,
             None => topology,
         };
         let nr_cpus = topology.nr_cpus();
