@@ -463,7 +463,7 @@ impl Fair {
         let r = &mut self.rqs[rq as usize];
         r.tree.remove(&mut self.ents, se);
         if r.leftmost == Some((key, se)) {
-            r.leftmost = r.tree.first(&self.ents).map(|s| (self.ents[s as usize].key, s));
+            r.leftmost = r.tree.first_keyed(&self.ents);
         }
         r.sum_wv -= (v - r.min_vruntime) as i128 * w as i128;
         r.sum_w -= w as i64;
@@ -1953,7 +1953,7 @@ impl Policy for Fair {
                 return Err(format!("cfs_rq {i}: tree holds {} of {in_tree} queued entities", r.tree.len()));
             }
             r.tree.check(&self.ents).map_err(|e| format!("cfs_rq {i}: {e}"))?;
-            if r.leftmost != r.tree.first(&self.ents).map(|s| (self.ents[s as usize].key, s)) {
+            if r.leftmost != r.tree.first_keyed(&self.ents) {
                 return Err(format!("cfs_rq {i}: cached leftmost {:?} is not the tree's first", r.leftmost));
             }
             let (mut swv, mut sw) = (0i128, 0i64);

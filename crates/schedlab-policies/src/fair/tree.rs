@@ -181,6 +181,12 @@ impl Tree {
         Some(at)
     }
 
+    /// The first entity with the key it is filed under, the form a cfs_rq
+    /// caches as its leftmost.
+    pub fn first_keyed(&self, ents: &[Ent]) -> Option<(i64, u32)> {
+        self.first(ents).map(|s| (ents[s as usize].key, s))
+    }
+
     /// The entity filed right after `se` (rb_next).
     pub fn next(&self, ents: &[Ent], se: u32) -> Option<u32> {
         let (mut at, mut succ) = (self.root, None);
