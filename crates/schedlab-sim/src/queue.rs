@@ -6,28 +6,33 @@
 //! `u128` (time above, sequence below) and travels with its payload, so a
 //! pop reads nothing outside the queue's own arrays. Entries are kept in
 //! three tiers, like the kernel's timer wheel in front of an hrtimer queue:
-//! a 4-ary min-heap for the current bucket of about a millisecond (small,
-//! so it stays in cache), a ring of buckets for the next four seconds (a
-//! push links the entry into its bucket's list, in a pool that reuses
-//! freed entries, so memory follows the events pending; a bucket moves
-//! into the heap when time reaches it) and a heap for anything later. With
-//! 100,000 sleeping tasks the heap a pop sifts through holds only the
-//! current millisecond's events. The order of pops is exactly the key
-//! order.
+//! the current bucket of 16 us, a ring of buckets for the
+//! next four seconds (a push links the entry into its bucket's list, in a
+//! pool that reuses freed entries, so memory follows the events pending)
+//! and a heap for anything later. When time reaches a bucket its entries
+//! are sorted once, and pops take them from the end of that run; events
+//! pushed into the current bucket meanwhile (idle exits, short bursts) go
+//! to a small 4-ary heap, and a pop takes the earlier of the two heads.
+//! Sorting a bucket costs a fraction of sifting each entry through a heap
+//! of the whole bucket. The order of pops is exactly the key order.
 
 use crate::time::Nanos;
 
 /// Latest time a run may reach: 2^48 ns, about 78 hours.
 pub const MAX_TIME: Nanos = (1 << 48) - 1;
 const TIME_SHIFT: u32 = 64;
-/// A ring bucket spans 2^20 ns (about 1 ms).
-const BUCKET_SHIFT: u32 = 20;
-/// Buckets in the ring: about 4.4 s ahead.
-const NR_BUCKETS: u64 = 4096;
+/// A ring bucket spans 2^14 ns (about 16 us): most events of a busy
+/// machine fall within a millisecond of being pushed, and the fewer of them
+/// share the current bucket, the smaller the heap they go through.
+const BUCKET_SHIFT: u32 = 14;
+/// Buckets in the ring: about 4.3 s ahead (a 1 MiB ring).
+const NR_BUCKETS: u64 = 262144;
 const NONE: u32 = u32::MAX;
 
 pub struct EventQueue<K> {
-    /// Heap of every entry whose bucket is at or before `cur`.
+    /// The entries bucket `cur` held when it became current, latest first.
+    run: Vec<(u128, K)>,
+    /// Heap of the entries pushed into bucket `cur` since.
     near: Vec<(u128, K)>,
     /// First pool entry of bucket b (cur < b < cur + NR_BUCKETS) at index
     /// b % NR_BUCKETS, NONE when empty.
@@ -96,6 +101,7 @@ fn heap_pop<K: Copy>(heap: &mut Vec<(u128, K)>) -> Option<(u128, K)> {
 impl<K: Copy> EventQueue<K> {
     pub fn new() -> Self {
         EventQueue {
+            run: Vec::new(),
             near: Vec::new(),
             ring: vec![NONE; NR_BUCKETS as usize],
             pool: Vec::new(),
@@ -109,7 +115,7 @@ impl<K: Copy> EventQueue<K> {
 
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.near.len() + self.in_ring + self.far.len()
+        self.run.len() + self.near.len() + self.in_ring + self.far.len()
     }
 
     /// Schedules `kind` at `at` (which must not exceed [`MAX_TIME`]).
@@ -144,7 +150,7 @@ impl<K: Copy> EventQueue<K> {
 
     /// The earliest event, removed.
     pub fn pop(&mut self) -> Option<(Nanos, K)> {
-        while self.near.is_empty() {
+        while self.run.is_empty() && self.near.is_empty() {
             if self.in_ring == 0 {
                 // Nothing in the ring: jump to the bucket before the far
                 // heap's earliest instead of stepping through empty ones.
@@ -153,23 +159,28 @@ impl<K: Copy> EventQueue<K> {
             }
             self.advance();
         }
-        let (key, kind) = heap_pop(&mut self.near).expect("near is not empty");
+        let from_run = match (self.run.last(), self.near.first()) {
+            (Some(r), Some(n)) => r.0 < n.0,
+            (run, _) => run.is_some(),
+        };
+        let (key, kind) = if from_run { self.run.pop() } else { heap_pop(&mut self.near) }.expect("an entry is due");
         Some(((key >> TIME_SHIFT) as Nanos, kind))
     }
 
-    /// Moves on to the next bucket: its keys go into the heap, and the far
-    /// keys that the ring now reaches into the ring.
+    /// Moves on to the next bucket: its entries become the sorted run, and
+    /// the far ones that the ring now reaches go into the ring.
     fn advance(&mut self) {
         self.cur += 1;
         let mut at = std::mem::replace(&mut self.ring[(self.cur % NR_BUCKETS) as usize], NONE);
         while at != NONE {
             let (key, kind, next) = self.pool[at as usize];
-            heap_push(&mut self.near, (key, kind));
+            self.run.push((key, kind));
             self.pool[at as usize].2 = self.free;
             self.free = at;
             self.in_ring -= 1;
             at = next;
         }
+        self.run.sort_unstable_by_key(|entry| std::cmp::Reverse(entry.0));
         while let Some(&entry) = self.far.first() {
             if bucket_of(entry.0) >= self.cur + NR_BUCKETS {
                 break;
