@@ -19,6 +19,9 @@ use super::{Ent, NONE};
 pub(super) struct Node {
     left: u32,
     right: u32,
+    /// Its heap priority, kept so a walk does not rehash the nodes it
+    /// passes.
+    prio: u32,
     /// Least vruntime in the subtree rooted here.
     min_vruntime: i64,
     /// Least slice in the subtree rooted here.
@@ -27,7 +30,7 @@ pub(super) struct Node {
 
 impl Default for Node {
     fn default() -> Self {
-        Node { left: NONE, right: NONE, min_vruntime: i64::MAX, min_slice: u64::MAX }
+        Node { left: NONE, right: NONE, prio: 0, min_vruntime: i64::MAX, min_slice: u64::MAX }
     }
 }
 
@@ -72,38 +75,24 @@ fn update(ents: &mut [Ent], n: u32) {
     node.min_slice = min_s;
 }
 
-fn insert_at(ents: &mut [Ent], at: u32, se: u32) -> u32 {
+/// Splits the subtree at `at` into the entities filed before `se` and
+/// those after it. Its recursion follows the two spines that the new
+/// node's subtrees are cut from, of expected length below two.
+fn split(ents: &mut [Ent], at: u32, se: u32) -> (u32, u32) {
     if at == NONE {
-        ents[se as usize].node = Node::default();
-        update(ents, se);
-        return se;
+        return (NONE, NONE);
     }
-    let root = if before(ents, se, at) {
-        let sub = insert_at(ents, ents[at as usize].node.left, se);
-        ents[at as usize].node.left = sub;
-        if priority(sub) > priority(at) {
-            // Rotate right: the new subtree root rises above `at`.
-            ents[at as usize].node.left = ents[sub as usize].node.right;
-            update(ents, at);
-            ents[sub as usize].node.right = at;
-            sub
-        } else {
-            at
-        }
+    if before(ents, at, se) {
+        let (l, r) = split(ents, ents[at as usize].node.right, se);
+        ents[at as usize].node.right = l;
+        update(ents, at);
+        (at, r)
     } else {
-        let sub = insert_at(ents, ents[at as usize].node.right, se);
-        ents[at as usize].node.right = sub;
-        if priority(sub) > priority(at) {
-            ents[at as usize].node.right = ents[sub as usize].node.left;
-            update(ents, at);
-            ents[sub as usize].node.left = at;
-            sub
-        } else {
-            at
-        }
-    };
-    update(ents, root);
-    root
+        let (l, r) = split(ents, ents[at as usize].node.left, se);
+        ents[at as usize].node.left = r;
+        update(ents, at);
+        (l, at)
+    }
 }
 
 /// Join two subtrees whose every key in `a` precedes every key in `b`.
@@ -114,7 +103,7 @@ fn merge(ents: &mut [Ent], a: u32, b: u32) -> u32 {
     if b == NONE {
         return a;
     }
-    if priority(a) > priority(b) {
+    if ents[a as usize].node.prio > ents[b as usize].node.prio {
         let right = merge(ents, ents[a as usize].node.right, b);
         ents[a as usize].node.right = right;
         update(ents, a);
@@ -127,20 +116,25 @@ fn merge(ents: &mut [Ent], a: u32, b: u32) -> u32 {
     }
 }
 
-fn remove_at(ents: &mut [Ent], at: u32, se: u32) -> u32 {
+/// Takes `se`, whose vruntime and slice are `v` and `s`, out of the subtree
+/// at `at`; [`Tree::remove`]'s way for a path too deep for its stack.
+fn remove_at(ents: &mut [Ent], at: u32, se: u32, v: i64, s: u64) -> u32 {
     assert!(at != NONE, "entity {se} is not in the tree it is removed from");
     if at == se {
         let node = &ents[se as usize].node;
         return merge(ents, node.left, node.right);
     }
     if before(ents, se, at) {
-        let left = remove_at(ents, ents[at as usize].node.left, se);
+        let left = remove_at(ents, ents[at as usize].node.left, se, v, s);
         ents[at as usize].node.left = left;
     } else {
-        let right = remove_at(ents, ents[at as usize].node.right, se);
+        let right = remove_at(ents, ents[at as usize].node.right, se, v, s);
         ents[at as usize].node.right = right;
     }
-    update(ents, at);
+    let node = &ents[at as usize].node;
+    if node.min_vruntime == v || node.min_slice == s {
+        update(ents, at);
+    }
     at
 }
 
@@ -160,13 +154,73 @@ impl Tree {
     /// Files `se` under its current key; its vruntime and slice must not
     /// change while it is in the tree (take it out first, as the kernel
     /// does).
+    ///
+    /// Top down: the walk lowers the augments of the nodes it passes to the
+    /// new entity's values (it joins all their subtrees), until it reaches
+    /// the node the new entity outranks, whose subtree it splits between
+    /// its two children.
     pub fn insert(&mut self, ents: &mut [Ent], se: u32) {
-        self.root = insert_at(ents, self.root, se);
+        let (v, s, prio) = (ents[se as usize].vruntime, ents[se as usize].slice, priority(se));
+        let (mut parent, mut went_left) = (NONE, false);
+        let mut at = self.root;
+        while at != NONE && ents[at as usize].node.prio > prio {
+            went_left = before(ents, se, at);
+            let node = &mut ents[at as usize].node;
+            node.min_vruntime = node.min_vruntime.min(v);
+            node.min_slice = node.min_slice.min(s);
+            parent = at;
+            at = if went_left { node.left } else { node.right };
+        }
+        let (left, right) = split(ents, at, se);
+        ents[se as usize].node = Node { left, right, prio, ..Node::default() };
+        update(ents, se);
+        if parent == NONE {
+            self.root = se;
+        } else if went_left {
+            ents[parent as usize].node.left = se;
+        } else {
+            ents[parent as usize].node.right = se;
+        }
         self.len += 1;
     }
 
+    /// Iterative over a path kept on the stack (a treap of a thousand
+    /// entities is about 14 deep); a deeper one takes the recursive way.
     pub fn remove(&mut self, ents: &mut [Ent], se: u32) {
-        self.root = remove_at(ents, self.root, se);
+        const MAX_PATH: usize = 48;
+        let (v, s) = (ents[se as usize].vruntime, ents[se as usize].slice);
+        let mut path = [NONE; MAX_PATH];
+        let mut depth = 0;
+        let mut at = self.root;
+        while at != se {
+            assert!(at != NONE, "entity {se} is not in the tree it is removed from");
+            if depth == MAX_PATH {
+                self.root = remove_at(ents, self.root, se, v, s);
+                self.len -= 1;
+                return;
+            }
+            path[depth] = at;
+            depth += 1;
+            let node = &ents[at as usize].node;
+            at = if before(ents, se, at) { node.left } else { node.right };
+        }
+        let node = &ents[se as usize].node;
+        let mut sub = merge(ents, node.left, node.right);
+        for &up in path[..depth].iter().rev() {
+            let node = &mut ents[up as usize].node;
+            if node.left == at {
+                node.left = sub;
+            } else {
+                node.right = sub;
+            }
+            // Only an ancestor whose augment equals one of the removed
+            // entity's values can change.
+            if node.min_vruntime == v || node.min_slice == s {
+                update(ents, up);
+            }
+            (at, sub) = (up, up);
+        }
+        self.root = sub;
         self.len -= 1;
     }
 
@@ -251,7 +305,10 @@ impl Tree {
                 if child == NONE {
                     continue;
                 }
-                if priority(child) > priority(at) || before(ents, child, at) != left {
+                if e.node.prio != priority(at)
+                    || ents[child as usize].node.prio > e.node.prio
+                    || before(ents, child, at) != left
+                {
                     return Err(format!("tree order broken between entities {at} and {child}"));
                 }
                 let (v, s) = walk(ents, child, count)?;
@@ -271,5 +328,100 @@ impl Tree {
             return Err(format!("tree holds {count} entities but counts {}", self.len));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ent(key: i64, vruntime: i64, slice: u64) -> Ent {
+        Ent {
+            weight: 1024,
+            vruntime,
+            deadline: key,
+            vlag: 0,
+            vprot: 0,
+            slice,
+            custom_slice: false,
+            rel_deadline: false,
+            delayed: false,
+            on_rq: true,
+            sum_exec: 0,
+            prev_sum_exec: 0,
+            key,
+            list_seq: 0,
+            rq: 0,
+            my_rq: NONE,
+            task: 0,
+            depth: 0,
+            node: Node::default(),
+        }
+    }
+
+    /// The tree against a list kept in (key, entity) order: same order,
+    /// same least slice, same first entity at or below a vruntime bound.
+    fn agrees(tree: &Tree, ents: &[Ent], model: &[u32], bound: i64) -> Result<(), TestCaseError> {
+        tree.check(ents).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(tree.to_vec(ents), model.to_vec());
+        prop_assert_eq!(tree.min_slice(ents), model.iter().map(|&s| ents[s as usize].slice).min());
+        let want = model.iter().copied().find(|&s| ents[s as usize].vruntime <= bound);
+        prop_assert_eq!(tree.first_eligible(ents, |v| v <= bound), want);
+        prop_assert_eq!(tree.first(ents), model.first().copied());
+        Ok(())
+    }
+
+    proptest! {
+        /// Inserts and removes in any order keep the order and both
+        /// augments right.
+        #[test]
+        fn matches_a_sorted_list(
+            vals in proptest::collection::vec((0i64..40, -50i64..50, 1u64..20), 1..48),
+            ops in proptest::collection::vec((any::<bool>(), any::<prop::sample::Index>()), 1..200),
+            bound in -60i64..60,
+        ) {
+            let mut ents: Vec<Ent> = vals.iter().map(|&(k, v, s)| ent(k, v, s)).collect();
+            let mut tree = Tree::default();
+            let mut model: Vec<u32> = Vec::new();
+            for (insert, pick) in ops {
+                let absent: Vec<u32> = (0..ents.len() as u32).filter(|s| !model.contains(s)).collect();
+                if (insert && !absent.is_empty()) || model.is_empty() {
+                    let se = absent[pick.index(absent.len())];
+                    tree.insert(&mut ents, se);
+                    model.push(se);
+                    model.sort_by_key(|&s| (ents[s as usize].key, s));
+                } else {
+                    let se = model.remove(pick.index(model.len()));
+                    tree.remove(&mut ents, se);
+                }
+                prop_assert_eq!(tree.len() as usize, model.len());
+                agrees(&tree, &ents, &model, bound)?;
+            }
+        }
+    }
+
+    /// Keys rising as priorities fall build a single spine deeper than
+    /// the removal's path stack, which must then take the recursive way.
+    #[test]
+    fn a_spine_deeper_than_the_path_stack() {
+        let mut by_priority: Vec<u32> = (0..100).collect();
+        by_priority.sort_by_key(|&s| std::cmp::Reverse(priority(s)));
+        let mut ents: Vec<Ent> = (0..100).map(|_| ent(0, 0, 5)).collect();
+        for (rank, &se) in by_priority.iter().enumerate() {
+            ents[se as usize].key = rank as i64;
+            ents[se as usize].vruntime = 100 - rank as i64;
+        }
+        let mut tree = Tree::default();
+        for &se in &by_priority {
+            tree.insert(&mut ents, se);
+        }
+        let mut model = by_priority.clone();
+        // The deepest first: each removal walks the whole spine.
+        while let Some(se) = model.pop() {
+            tree.remove(&mut ents, se);
+            agrees(&tree, &ents, &model, 50).unwrap();
+        }
+        assert_eq!(tree.len(), 0);
     }
 }
