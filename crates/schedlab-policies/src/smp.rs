@@ -565,21 +565,42 @@ fn select_idle_sibling(sys: &Sys, t: TaskId, prev: CpuId, target: CpuId) -> CpuI
 }
 
 /// sched_balance_find_dst_cpu, flattened: the allowed CPU with the fewest
-/// runnable tasks, then the least load, then the nearest to the parent.
+/// runnable tasks, then the least load, then the nearest to the parent
+/// (the first in CPU order on a full tie).
+///
+/// It runs at every fork and visits every CPU, as the kernel's group walk
+/// does, so it narrows in passes: the runnable counts alone first, the load
+/// (which decays PELT to now) only on the CPUs with the fewest, the
+/// distance only on those that tie on load too.
 fn find_idlest_cpu(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId) -> CpuId {
+    let affinity = sys.task(t).affinity.as_ref();
+    let allowed = |c: CpuId| affinity.is_none_or(|a| a.contains(c));
+    let nr = |c: CpuId| sys.cpus[c as usize].nr_running;
+    let Some(fewest) = (0..sys.nr_cpus).filter(|&c| allowed(c)).map(nr).min() else {
+        return prev;
+    };
+    // Topology::distance from prev, by its core's and LLC's CPU ranges.
+    let (core, llc) = (sys.topology.siblings(prev), sys.topology.llc_cpus(prev));
+    let distance = |c: CpuId| {
+        if c == prev {
+            0
+        } else if core.contains(&c) {
+            1
+        } else if llc.contains(&c) {
+            2
+        } else {
+            3
+        }
+    };
     let mut best = prev;
-    let mut best_key = (u32::MAX, f64::MAX, u32::MAX);
-    for c in 0..sys.nr_cpus {
-        let nr = sys.cpus[c as usize].nr_running;
-        // The load is only looked at (it decays PELT to now) when the
-        // runnable count does not already decide.
-        if nr > best_key.0 || !sys.allowed(t, c) {
+    let mut best_key = (f64::MAX, u32::MAX);
+    for c in (0..sys.nr_cpus).filter(|&c| nr(c) == fewest && allowed(c)) {
+        let load = q.cpu_load(sys, c);
+        if load > best_key.0 {
             continue;
         }
-        let key = (nr, q.cpu_load(sys, c), sys.topology.distance(c, prev));
-        if key.0 < best_key.0
-            || (key.0 == best_key.0 && (key.1 < best_key.1 || (key.1 == best_key.1 && key.2 < best_key.2)))
-        {
+        let key = (load, distance(c));
+        if key.0 < best_key.0 || key.1 < best_key.1 {
             best = c;
             best_key = key;
         }
