@@ -244,11 +244,17 @@ impl<'w> Engine<'w> {
     }
 
     /// Tell the observer of the queued tasks the policy moved, before
-    /// whatever the engine reports next.
+    /// whatever the engine reports next. Asked several times per event and
+    /// mostly with nothing moved: the check is inlined, the telling is not.
+    #[inline]
     fn observe_moves(&mut self) {
-        if self.sys.moved.is_empty() {
-            return;
+        if !self.sys.moved.is_empty() {
+            self.tell_moves();
         }
+    }
+
+    #[cold]
+    fn tell_moves(&mut self) {
         let moved = std::mem::take(&mut self.sys.moved);
         if let Some(obs) = self.observer.as_mut() {
             for &(task, from, to) in &moved {
