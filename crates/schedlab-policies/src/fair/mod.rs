@@ -488,8 +488,10 @@ impl Fair {
         r.min_vruntime + avg as i64
     }
 
-    /// vruntime_eligible: lag >= 0, i.e. v <= V, without the division.
-    fn vruntime_eligible(&self, rq: u32, v: i64) -> bool {
+    /// vruntime_eligible (lag >= 0, i.e. v <= V, without the division),
+    /// with the queue's weighted sums read once for a walk that asks it at
+    /// every level.
+    fn eligibility(&self, rq: u32) -> impl Fn(i64) -> bool + use<> {
         let r = &self.rqs[rq as usize];
         let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
         if let Some(c) = r.curr {
@@ -499,11 +501,12 @@ impl Fair {
                 load += e.weight as i128;
             }
         }
-        avg >= (v - r.min_vruntime) as i128 * load
+        let base = r.min_vruntime;
+        move |v| avg >= (v - base) as i128 * load
     }
 
     fn eligible(&self, rq: u32, se: u32) -> bool {
-        self.vruntime_eligible(rq, self.ents[se as usize].vruntime)
+        self.eligibility(rq)(self.ents[se as usize].vruntime)
     }
 
     /// update_min_vruntime (CFS): monotonic, from curr and the leftmost.
@@ -1115,7 +1118,8 @@ impl Fair {
         if r.nr_queued == 1 {
             return curr_on.or(first);
         }
-        let curr = curr_on.filter(|&c| self.eligible(rq, c));
+        let eligible = self.eligibility(rq);
+        let curr = curr_on.filter(|&c| eligible(self.ents[c as usize].vruntime));
         let protect = protect
             && !self
                 .bore
@@ -1127,7 +1131,7 @@ impl Fair {
         {
             return Some(c);
         }
-        let best = r.tree.first_eligible(&self.ents, |v| self.vruntime_eligible(rq, v));
+        let best = r.tree.first_eligible(&self.ents, eligible);
         match (best, curr) {
             (None, c) => c.or(first),
             (Some(b), Some(c)) if self.ents[c as usize].deadline < self.ents[b as usize].deadline => Some(c),
