@@ -23,9 +23,10 @@ const SCHED_CAPACITY_SCALE: f64 = 1024.0;
 
 /// What the balancer needs to know of, and do to, a policy's runqueues.
 pub trait LbQueues {
-    /// Tasks queued (not running, not delayed, not throttled) on `cpu` that
-    /// the balancer may move, least recently run first.
-    fn candidates(&self, sys: &Sys, cpu: CpuId, out: &mut Vec<TaskId>);
+    /// The first `max` tasks queued (not running, not delayed, not
+    /// throttled) on `cpu` that the balancer may move, least recently run
+    /// first: the ones detach_tasks looks at, from the tail of cfs_tasks.
+    fn candidates(&self, sys: &Sys, cpu: CpuId, max: usize, out: &mut Vec<TaskId>);
     /// task_h_load: the task's PELT load as seen at the root.
     fn task_load(&self, sys: &Sys, t: TaskId) -> f64;
     /// The CPU's PELT load average (cfs_rq->avg.load_avg of the root).
@@ -428,10 +429,10 @@ impl Balancer {
         let failed = self.dom_mut(this, level).failed;
         let mut cands = std::mem::take(&mut self.scratch);
         cands.clear();
-        q.candidates(sys, src, &mut cands);
         let loop_max = (self.tun.nr_migrate as usize).min(q.cpu_nr(sys, src) as usize);
+        q.candidates(sys, src, loop_max, &mut cands);
         let mut moved = 0;
-        for &t in cands.iter().take(loop_max) {
+        for &t in &cands {
             if !sys.allowed(t, this) {
                 continue;
             }

@@ -1354,7 +1354,7 @@ impl Fair {
 }
 
 impl LbQueues for Fair {
-    fn candidates(&self, sys: &Sys, cpu: CpuId, out: &mut Vec<TaskId>) {
+    fn candidates(&self, sys: &Sys, cpu: CpuId, max: usize, out: &mut Vec<TaskId>) {
         let running = sys.cpus[cpu as usize].curr;
         // TT's can_migrate_task keeps a CPU's dedicated CPU-bound task.
         let dedicated = self.dedicated.get(cpu as usize).copied().flatten();
@@ -1364,7 +1364,14 @@ impl LbQueues for Fair {
                 && sys.task(t).state == TaskState::Runnable
                 && !self.throttled_hierarchy(self.ents[self.per_task[t as usize].se as usize].rq)
         }));
-        out.sort_by_key(|&t| (sys.task(t).last_ran, t));
+        // The kernel's MRU list gives the tail in O(max); here the `max`
+        // least recently run are selected, then only they are sorted.
+        let lru = |&t: &TaskId| (sys.task(t).last_ran, t);
+        if out.len() > max {
+            out.select_nth_unstable_by_key(max, lru);
+            out.truncate(max);
+        }
+        out.sort_by_key(lru);
     }
 
     fn task_load(&self, sys: &Sys, t: TaskId) -> f64 {
