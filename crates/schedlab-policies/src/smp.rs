@@ -98,6 +98,15 @@ enum Outcome {
     /// Unbalanced but nothing moved: nr_balance_failed++, interval reset.
     Failed,
     Moved,
+    /// out_all_pinned: every task looked at is pinned away from this CPU,
+    /// on every CPU outside its own group; nr_balance_failed = 0.
+    AllPinned,
+    /// out_one_pinned: the active balance found the busiest CPU's running
+    /// task pinned there; `all_pinned` when LBF_ALL_PINNED was still set
+    /// (the busiest CPU had only that task, so none was looked at).
+    OnePinned {
+        all_pinned: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +122,10 @@ pub struct LbTunables {
     pub nr_migrate: u32,
 }
 
+/// MAX_PINNED_INTERVAL: how far the balance interval grows while every
+/// task it finds is pinned away.
+const MAX_PINNED_INTERVAL: Nanos = 512_000_000;
+
 impl Default for LbTunables {
     fn default() -> Self {
         LbTunables { migration_cost_ns: 500_000, nr_migrate: 32 }
@@ -126,6 +139,10 @@ pub struct Balancer {
     nohz_next: Nanos,
     pub tun: LbTunables,
     scratch: Vec<TaskId>,
+    /// CPUs a balance found all pinned (env->cpus cleared), reused.
+    excluded: Vec<CpuId>,
+    /// sched_balance_rq calls (schedstat lb_count).
+    pub lb_count: u64,
     pub balanced_moves: u64,
     pub active_moves: u64,
 }
@@ -148,6 +165,8 @@ impl Balancer {
             nohz_next: 0,
             tun,
             scratch: Vec::new(),
+            excluded: Vec::new(),
+            lb_count: 0,
             balanced_moves: 0,
             active_moves: 0,
         };
@@ -185,6 +204,15 @@ impl Balancer {
         out
     }
 
+    /// The group of the domain at `level` that holds `cpu`.
+    fn local_group(&self, t: &Topology, cpu: CpuId, level: usize) -> Range<CpuId> {
+        match self.levels[level].kind {
+            LevelKind::Smt => cpu..cpu + 1,
+            LevelKind::Mc => t.siblings(cpu),
+            LevelKind::Pkg => t.llc_cpus(cpu),
+        }
+    }
+
     /// sd->min_interval = sd_weight (ms); max_interval = 2 * sd_weight.
     fn min_interval(&self, sys: &Sys, cpu: CpuId, level: usize) -> Nanos {
         self.span(&sys.topology, cpu, level).len() as Nanos * 1_000_000
@@ -220,7 +248,13 @@ impl Balancer {
             let min = self.min_interval(sys, cpu, level);
             let d = self.dom_mut(cpu, level);
             d.interval = match outcome {
-                Outcome::Balanced => (d.interval * 2).min(2 * min),
+                Outcome::Balanced | Outcome::OnePinned { all_pinned: false } => (d.interval * 2).min(2 * min),
+                // LBF_ALL_PINNED lets the interval grow to MAX_PINNED_INTERVAL,
+                // past max_interval: a CPU facing only tasks it may not take
+                // stops asking every few milliseconds.
+                Outcome::AllPinned | Outcome::OnePinned { all_pinned: true } => {
+                    if d.interval < MAX_PINNED_INTERVAL || d.interval < 2 * min { d.interval * 2 } else { d.interval }
+                }
                 Outcome::Failed | Outcome::Moved => min,
             };
             let busy_factor = if idle == IdleKind::Busy { 16 } else { 1 };
@@ -242,7 +276,9 @@ impl Balancer {
         }
     }
 
-    fn group_stats(&self, sys: &Sys, q: &dyn LbQueues, cpus: Range<CpuId>, pct: u32) -> GroupStats {
+    /// update_sg_lb_stats: the group's CPUs outside `excluded` (env->cpus)
+    /// count; its weight and capacity stay the whole group's.
+    fn group_stats(&self, sys: &Sys, q: &dyn LbQueues, cpus: Range<CpuId>, pct: u32, excluded: &[CpuId]) -> GroupStats {
         let mut s = GroupStats {
             cpus: cpus.clone(),
             nr: 0,
@@ -254,7 +290,7 @@ impl Balancer {
             kind: GroupType::HasSpare,
             avg_load: 0.0,
         };
-        for c in cpus {
+        for c in cpus.filter(|c| !excluded.contains(c)) {
             s.nr += q.cpu_nr(sys, c);
             s.load += q.cpu_load(sys, c);
             s.util += q.cpu_util(sys, c);
@@ -296,8 +332,22 @@ impl Balancer {
         level: usize,
         idle: IdleKind,
     ) -> Outcome {
-        let outcome = self.find_and_move(sys, q, this, level, idle);
-        if outcome == Outcome::Balanced {
+        self.lb_count += 1;
+        let mut excluded = std::mem::take(&mut self.excluded);
+        excluded.clear();
+        let outcome = loop {
+            let outcome = self.find_and_move(sys, q, this, level, idle, &mut excluded);
+            // LBF_ALL_PINNED: the busiest CPU is now left out; look again
+            // unless only this CPU's own group is left.
+            let local = self.local_group(&sys.topology, this, level);
+            if outcome != Outcome::AllPinned
+                || self.span(&sys.topology, this, level).all(|c| local.contains(&c) || excluded.contains(&c))
+            {
+                break outcome;
+            }
+        };
+        self.excluded = excluded;
+        if matches!(outcome, Outcome::Balanced | Outcome::AllPinned) {
             self.dom_mut(this, level).failed = 0;
         }
         outcome
@@ -310,11 +360,12 @@ impl Balancer {
         this: CpuId,
         level: usize,
         idle: IdleKind,
+        excluded: &mut Vec<CpuId>,
     ) -> Outcome {
         let lv = self.levels[level].clone();
         let groups = self.groups(sys, this, level);
         let stats: Vec<GroupStats> =
-            groups.iter().map(|g| self.group_stats(sys, q, g.clone(), lv.imbalance_pct)).collect();
+            groups.iter().map(|g| self.group_stats(sys, q, g.clone(), lv.imbalance_pct, excluded)).collect();
         let Some(local_i) = stats.iter().position(|s| s.cpus.contains(&this)) else {
             return Outcome::Balanced;
         };
@@ -403,7 +454,7 @@ impl Balancer {
         let mut best = f64::MIN;
         for c in busiest.cpus.clone() {
             let nr = q.cpu_nr(sys, c);
-            if nr == 0 || c == this {
+            if nr == 0 || c == this || excluded.contains(&c) {
                 continue;
             }
             let metric = match mtype {
@@ -429,13 +480,20 @@ impl Balancer {
         let failed = self.dom_mut(this, level).failed;
         let mut cands = std::mem::take(&mut self.scratch);
         cands.clear();
-        let loop_max = (self.tun.nr_migrate as usize).min(q.cpu_nr(sys, src) as usize);
+        let src_nr = q.cpu_nr(sys, src);
+        let loop_max = (self.tun.nr_migrate as usize).min(src_nr as usize);
         q.candidates(sys, src, loop_max, &mut cands);
+        // can_migrate_task clears LBF_ALL_PINNED at the first task allowed
+        // here, the running one included (the list's head, reached when the
+        // loop gets that far).
+        let mut all_pinned =
+            !sys.cpus[src as usize].curr.is_some_and(|curr| cands.len() < loop_max && sys.allowed(curr, this));
         let mut moved = 0;
         for &t in &cands {
             if !sys.allowed(t, this) {
                 continue;
             }
+            all_pinned = false;
             let hot = sys.now.saturating_sub(sys.task(t).last_ran) < self.tun.migration_cost_ns;
             if hot && failed <= lv.cache_nice_tries {
                 continue;
@@ -467,9 +525,16 @@ impl Balancer {
             sys.resched(this);
             return Outcome::Moved;
         }
+        if all_pinned && src_nr > 1 {
+            excluded.push(src);
+            return Outcome::AllPinned;
+        }
         if idle != IdleKind::NewlyIdle {
             d.failed += 1;
             if d.failed > lv.cache_nice_tries + 2 {
+                if sys.cpus[src as usize].curr.is_some_and(|curr| !sys.allowed(curr, this)) {
+                    return Outcome::OnePinned { all_pinned: src_nr <= 1 };
+                }
                 // need_active_balance: push the running task instead; the
                 // kernel then sets nr_balance_failed to cache_nice_tries + 1.
                 d.failed = lv.cache_nice_tries + 1;

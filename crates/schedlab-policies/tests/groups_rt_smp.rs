@@ -188,3 +188,63 @@ program = [ { loop = "forever", body = [ { run = "exp(2ms)" }, { sleep = "exp(1m
         assert_eq!(r.per_cpu[3].busy_ns, 0, "{}: CPU 3 is outside every affinity", p.name);
     }
 }
+
+#[test]
+fn a_balancer_facing_only_pinned_tasks_backs_off() {
+    // taskset -c 0 on a 2-CPU machine: CPU 1 can take none of them. The
+    // kernel's LBF_ALL_PINNED lets its balance interval grow to 512 ms
+    // instead of retrying every few milliseconds.
+    let w = workload(
+        r#"
+duration = "2s"
+[machine]
+cpus = 2
+[[task]]
+name = "pinned"
+count = 8
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    for sched in ["cfs", "eevdf"] {
+        let r = run_checked(&w, sched);
+        let attempts = extra(&r, "lb_count").expect("fair reports lb_count");
+        assert!(attempts < 100.0, "{sched}: {attempts} balance attempts in 2 s");
+        assert_eq!(r.per_cpu[1].busy_ns, 0, "{sched}: CPU 1 ran a pinned task");
+    }
+}
+
+#[test]
+fn an_all_pinned_busiest_cpu_is_passed_over_for_the_next() {
+    // CPU 0 is the busiest but all its tasks are pinned there; two hogs
+    // that may run on CPU 1 or 2 start stacked on CPU 1 (CPU 2 is busy at
+    // fork time). When CPU 2 frees up, the balance must leave CPU 0 out
+    // and pull from CPU 1, as sched_balance_rq's redo does.
+    let w = workload(
+        r#"
+duration = "1s"
+[machine]
+cpus = 3
+[[task]]
+name = "pinned"
+count = 4
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "blocker"
+affinity = "2"
+program = [ { run = "100ms" } ]
+[[task]]
+name = "free"
+count = 2
+affinity = "1-2"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    for sched in ["cfs", "eevdf"] {
+        let r = run_checked(&w, sched);
+        for t in r.tasks.iter().filter(|t| t.name.starts_with("free")) {
+            assert!(t.cpu_share_pct > 85.0, "{sched}: {} got {:.1}%", t.name, t.cpu_share_pct);
+        }
+    }
+}

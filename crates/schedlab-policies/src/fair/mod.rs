@@ -1906,6 +1906,7 @@ impl Policy for Fair {
     fn extra_metrics(&self, sys: &Sys) -> Vec<(String, f64)> {
         let mut out = Vec::new();
         if let Some(lb) = &self.lb {
+            out.push(("lb_count".into(), lb.lb_count as f64));
             out.push(("lb_migrations".into(), lb.balanced_moves as f64));
             out.push(("active_balance_pushes".into(), lb.active_moves as f64));
         }
