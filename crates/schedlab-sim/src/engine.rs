@@ -880,6 +880,7 @@ impl<'w> Engine<'w> {
             }
         }
         self.sys.check_idle_counts().map_err(SimError::Invariant)?;
+        self.rt.check(|cpu| self.sys.cpus[cpu as usize].nr_rt).map_err(SimError::Invariant)?;
         self.policy.check_invariants(&self.sys).map_err(SimError::Invariant)
     }
 

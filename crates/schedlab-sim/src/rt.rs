@@ -74,6 +74,26 @@ impl RtClass {
         }
     }
 
+    /// For the engine's invariant check: each CPU's list holds as many
+    /// tasks as the CPU counts RT tasks, and the overload count agrees
+    /// with the lists.
+    pub fn check(&self, nr_rt: impl Fn(CpuId) -> u32) -> Result<(), String> {
+        for (cpu, queue) in self.queues.iter().enumerate() {
+            if queue.len() as u32 != nr_rt(cpu as CpuId) {
+                return Err(format!(
+                    "CPU {cpu} counts {} RT tasks but its RT list holds {}",
+                    nr_rt(cpu as CpuId),
+                    queue.len()
+                ));
+            }
+        }
+        let overloaded = self.queues.iter().filter(|q| q.len() >= 2).count() as u32;
+        if overloaded != self.overloaded {
+            return Err(format!("{overloaded} CPUs have waiting RT tasks but rto_count is {}", self.overloaded));
+        }
+        Ok(())
+    }
+
     pub fn pick(&self, cpu: CpuId) -> Option<TaskId> {
         self.queues[cpu as usize].first().map(|e| e.2)
     }
