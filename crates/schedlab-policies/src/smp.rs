@@ -189,15 +189,10 @@ impl Balancer {
 
     fn groups(&self, sys: &Sys, cpu: CpuId, level: usize) -> Vec<Range<CpuId>> {
         let span = self.span(&sys.topology, cpu, level);
-        let t = &sys.topology;
         let mut out = Vec::new();
         let mut c = span.start;
         while c < span.end {
-            let g = match self.levels[level].kind {
-                LevelKind::Smt => c..c + 1,
-                LevelKind::Mc => t.siblings(c),
-                LevelKind::Pkg => t.llc_cpus(c),
-            };
+            let g = self.group_of(&sys.topology, c, level);
             c = g.end;
             out.push(g);
         }
@@ -205,7 +200,7 @@ impl Balancer {
     }
 
     /// The group of the domain at `level` that holds `cpu`.
-    fn local_group(&self, t: &Topology, cpu: CpuId, level: usize) -> Range<CpuId> {
+    fn group_of(&self, t: &Topology, cpu: CpuId, level: usize) -> Range<CpuId> {
         match self.levels[level].kind {
             LevelKind::Smt => cpu..cpu + 1,
             LevelKind::Mc => t.siblings(cpu),
@@ -335,14 +330,12 @@ impl Balancer {
         self.lb_count += 1;
         let mut excluded = std::mem::take(&mut self.excluded);
         excluded.clear();
+        let (span, local) = (self.span(&sys.topology, this, level), self.group_of(&sys.topology, this, level));
         let outcome = loop {
             let outcome = self.find_and_move(sys, q, this, level, idle, &mut excluded);
             // LBF_ALL_PINNED: the busiest CPU is now left out; look again
             // unless only this CPU's own group is left.
-            let local = self.local_group(&sys.topology, this, level);
-            if outcome != Outcome::AllPinned
-                || self.span(&sys.topology, this, level).all(|c| local.contains(&c) || excluded.contains(&c))
-            {
+            if outcome != Outcome::AllPinned || span.clone().all(|c| local.contains(&c) || excluded.contains(&c)) {
                 break outcome;
             }
         };
@@ -645,19 +638,7 @@ fn find_idlest_cpu(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId) -> CpuI
     let Some(fewest) = (0..sys.nr_cpus).filter(|&c| allowed(c)).map(nr).min() else {
         return prev;
     };
-    // Topology::distance from prev, by its core's and LLC's CPU ranges.
-    let (core, llc) = (sys.topology.siblings(prev), sys.topology.llc_cpus(prev));
-    let distance = |c: CpuId| {
-        if c == prev {
-            0
-        } else if core.contains(&c) {
-            1
-        } else if llc.contains(&c) {
-            2
-        } else {
-            3
-        }
-    };
+    let distance = sys.topology.distance_from(prev);
     let mut best = prev;
     let mut best_key = (f64::MAX, u32::MAX);
     for c in (0..sys.nr_cpus).filter(|&c| nr(c) == fewest && allowed(c)) {

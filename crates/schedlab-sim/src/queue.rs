@@ -6,10 +6,10 @@
 //! `u128` (time above, sequence below) and travels with its payload, so a
 //! pop reads nothing outside the queue's own arrays. Entries are kept in
 //! three tiers, like the kernel's timer wheel in front of an hrtimer queue:
-//! the current bucket of 16 us, a ring of buckets for the
-//! next four seconds (a push links the entry into its bucket's list, in a
-//! pool that reuses freed entries, so memory follows the events pending)
-//! and a heap for anything later. When time reaches a bucket its entries
+//! the current bucket of 16 us, a ring of buckets for the next four
+//! seconds (a push links the entry into its bucket's list, in a pool that
+//! reuses freed entries, so memory follows the events pending) and a heap
+//! for anything later. When time reaches a bucket its entries
 //! are sorted once, and pops take them from the end of that run; events
 //! pushed into the current bucket meanwhile (idle exits, short bursts) go
 //! to a small 4-ary heap, and a pop takes the earlier of the two heads.

@@ -84,14 +84,23 @@ impl Topology {
     /// 0 = same CPU, 1 = SMT sibling, 2 = same LLC, 3 = other LLC. BFS and
     /// MuQSS scale their locality penalties by this distance.
     pub fn distance(&self, a: CpuId, b: CpuId) -> u32 {
-        if a == b {
-            0
-        } else if self.core_of(a) == self.core_of(b) {
-            1
-        } else if self.share_cache(a, b) {
-            2
-        } else {
-            3
+        self.distance_from(b)(a)
+    }
+
+    /// [`Topology::distance`] from one CPU, for a scan over many: `from`'s
+    /// core and LLC are contiguous CPU ranges, looked up once.
+    pub fn distance_from(&self, from: CpuId) -> impl Fn(CpuId) -> u32 + use<> {
+        let (core, llc) = (self.siblings(from), self.llc_cpus(from));
+        move |c| {
+            if c == from {
+                0
+            } else if core.contains(&c) {
+                1
+            } else if llc.contains(&c) {
+                2
+            } else {
+                3
+            }
         }
     }
 }

@@ -472,6 +472,18 @@ impl Fair {
     /// avg_vruntime: the weighted average vruntime V of the queue, the
     /// running entity included.
     fn avg_vruntime(&self, rq: u32) -> i64 {
+        let (mut avg, load) = self.queue_sums(rq);
+        if load > 0 {
+            // Floor division, as the kernel rounds towards -inf here.
+            avg = avg.div_euclid(load);
+        }
+        self.rqs[rq as usize].min_vruntime + avg as i64
+    }
+
+    /// The queue's sum of (vruntime - min_vruntime) * weight and its sum of
+    /// weights, the running entity included: avg_vruntime's numerator and
+    /// denominator.
+    fn queue_sums(&self, rq: u32) -> (i128, i128) {
         let r = &self.rqs[rq as usize];
         let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
         if let Some(c) = r.curr {
@@ -481,27 +493,15 @@ impl Fair {
                 load += e.weight as i128;
             }
         }
-        if load > 0 {
-            // Floor division, as the kernel rounds towards -inf here.
-            avg = avg.div_euclid(load);
-        }
-        r.min_vruntime + avg as i64
+        (avg, load)
     }
 
     /// vruntime_eligible (lag >= 0, i.e. v <= V, without the division),
     /// with the queue's weighted sums read once for a walk that asks it at
     /// every level.
     fn eligibility(&self, rq: u32) -> impl Fn(i64) -> bool + use<> {
-        let r = &self.rqs[rq as usize];
-        let (mut avg, mut load) = (r.sum_wv, r.sum_w as i128);
-        if let Some(c) = r.curr {
-            let e = &self.ents[c as usize];
-            if e.on_rq {
-                avg += (e.vruntime - r.min_vruntime) as i128 * e.weight as i128;
-                load += e.weight as i128;
-            }
-        }
-        let base = r.min_vruntime;
+        let (avg, load) = self.queue_sums(rq);
+        let base = self.rqs[rq as usize].min_vruntime;
         move |v| avg >= (v - base) as i128 * load
     }
 

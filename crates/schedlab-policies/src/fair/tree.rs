@@ -75,6 +75,15 @@ fn update(ents: &mut [Ent], n: u32) {
     node.min_slice = min_s;
 }
 
+/// After `n` lost an entity of vruntime `v` and slice `s` below it: only an
+/// augment equal to one of them can change.
+fn update_after_removal(ents: &mut [Ent], n: u32, v: i64, s: u64) {
+    let node = &ents[n as usize].node;
+    if node.min_vruntime == v || node.min_slice == s {
+        update(ents, n);
+    }
+}
+
 /// Splits the subtree at `at` into the entities filed before `se` and
 /// those after it. Its recursion follows the two spines that the new
 /// node's subtrees are cut from, of expected length below two.
@@ -131,10 +140,7 @@ fn remove_at(ents: &mut [Ent], at: u32, se: u32, v: i64, s: u64) -> u32 {
         let right = remove_at(ents, ents[at as usize].node.right, se, v, s);
         ents[at as usize].node.right = right;
     }
-    let node = &ents[at as usize].node;
-    if node.min_vruntime == v || node.min_slice == s {
-        update(ents, at);
-    }
+    update_after_removal(ents, at, v, s);
     at
 }
 
@@ -213,11 +219,7 @@ impl Tree {
             } else {
                 node.right = sub;
             }
-            // Only an ancestor whose augment equals one of the removed
-            // entity's values can change.
-            if node.min_vruntime == v || node.min_slice == s {
-                update(ents, up);
-            }
+            update_after_removal(ents, up, v, s);
             (at, sub) = (up, up);
         }
         self.root = sub;
