@@ -39,8 +39,11 @@ pub fn share_of(r: &Report, spec_name: &str) -> f64 {
     r.specs.iter().find(|s| s.name == spec_name).unwrap_or_else(|| panic!("no spec {spec_name}")).cpu_share_avg_pct
 }
 
-/// busy + idle = CPUs x time; task time + switch overhead = busy time.
+/// busy + idle = CPUs x time; task time + switch overhead = busy time;
+/// every migration is some task's.
 pub fn assert_conservation(r: &Report) {
+    let task_migrations: u64 = r.tasks.iter().map(|t| t.migrations).sum();
+    assert_eq!(task_migrations, r.totals.migrations, "{}: per-task migrations != total", r.scheduler);
     let total = r.duration_ns * r.cpus as u64;
     assert_eq!(r.totals.busy_ns + r.totals.idle_ns, total, "{}: busy + idle != CPUs x time", r.scheduler);
     let task_time: u64 = r.tasks.iter().map(|t| t.cpu_time_ns).sum();

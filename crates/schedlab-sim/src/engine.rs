@@ -243,9 +243,10 @@ impl<'w> Engine<'w> {
         }
     }
 
-    /// Tell the observer of the queued tasks the policy moved, before
-    /// whatever the engine reports next. Asked several times per event and
-    /// mostly with nothing moved: the check is inlined, the telling is not.
+    /// Count the queued tasks the policy moved (Sys::migrate) against each
+    /// task and tell the observer of them, before whatever the engine
+    /// reports next. Asked several times per event and mostly with nothing
+    /// moved: the check is inlined, the telling is not.
     #[inline]
     fn observe_moves(&mut self) {
         if !self.sys.moved.is_empty() {
@@ -256,6 +257,9 @@ impl<'w> Engine<'w> {
     #[cold]
     fn tell_moves(&mut self) {
         let moved = std::mem::take(&mut self.sys.moved);
+        for &(task, _, _) in &moved {
+            self.progs[task as usize].stats.migrations += 1;
+        }
         if let Some(obs) = self.observer.as_mut() {
             for &(task, from, to) in &moved {
                 obs.event(self.sys.now, &self.sys, TraceEvent::Migrate { task, from, to });
@@ -823,7 +827,6 @@ impl<'w> Engine<'w> {
                 self.sys.cpus[cpu as usize].nr_rt += 1;
                 let prio = rt_prio(self.sys.tasks[t as usize].policy).expect("rt queue holds rt tasks");
                 self.sys.migrate(t, cpu);
-                self.progs[t as usize].stats.migrations += 1;
                 self.rt.enqueue(cpu, t, prio);
             }
         }
