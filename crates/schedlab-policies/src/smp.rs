@@ -33,7 +33,8 @@ pub trait LbQueues {
     fn cpu_load(&self, sys: &Sys, cpu: CpuId) -> f64;
     /// The CPU's PELT utilization, 0..1024.
     fn cpu_util(&self, sys: &Sys, cpu: CpuId) -> f64;
-    /// Tasks of this class runnable on the CPU (h_nr_running).
+    /// Tasks of this class the CPU's runqueue counts (rq->nr_running less
+    /// other classes): not throttled ones, delayed ones until dequeued.
     fn cpu_nr(&self, sys: &Sys, cpu: CpuId) -> u32;
     /// Move a queued task between runqueues (detach_task + attach_task).
     fn move_task(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId);

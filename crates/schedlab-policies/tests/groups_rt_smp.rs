@@ -85,6 +85,42 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 }
 
 #[test]
+fn throttled_tasks_do_not_make_a_cpu_look_busy_to_the_balancer() {
+    // One hog per CPU is balanced. From 10 ms on, CPU 0 also holds three
+    // tasks of a group throttled nearly all the time: throttle_cfs_rq takes them out of
+    // rq->nr_running, so the balancer must not see CPU 0 as overloaded and
+    // push its hog over (active balance, as nothing queued there may move).
+    let w = workload(
+        r#"
+duration = "2s"
+[machine]
+cpus = 2
+[[group]]
+name = "capped"
+cpu_max = "1000 100000"
+[[task]]
+name = "capped"
+count = 3
+group = "capped"
+affinity = "0"
+program = [ { sleep = "10ms" }, { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "hog"
+count = 2
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    for sched in ["cfs", "eevdf"] {
+        let r = run_checked(&w, sched);
+        for t in r.tasks.iter().filter(|t| t.name.starts_with("hog")) {
+            assert!(t.cpu_share_pct > 95.0, "{sched}: {} got {:.1}%", t.name, t.cpu_share_pct);
+        }
+        let pushes = extra(&r, "active_balance_pushes").expect("fair reports active balance pushes");
+        assert_eq!(pushes, 0.0, "{sched}: a hog was pushed off a CPU whose other tasks are throttled");
+    }
+}
+
+#[test]
 fn fifo_preempts_fair_at_once_and_starves_it_on_its_cpu() {
     let w = workload(
         r#"

@@ -1393,9 +1393,14 @@ impl LbQueues for Fair {
         self.cpu_util[cpu as usize].avg(sys.now) as f64
     }
 
-    fn cpu_nr(&self, sys: &Sys, cpu: CpuId) -> u32 {
-        let c = &sys.cpus[cpu as usize];
-        c.nr_running - c.nr_rt
+    /// The root's h_nr_running, which rq->nr_running follows for this
+    /// class: throttle_cfs_rq subtracts a throttled group's tasks (6.18's
+    /// task-based throttling dequeues them), while DELAY_DEQUEUE'd tasks
+    /// stay counted until really dequeued (h_nr_queued since 6.13). The
+    /// engine's count is neither: it knows no throttling and counts a
+    /// delayed task as asleep.
+    fn cpu_nr(&self, _sys: &Sys, cpu: CpuId) -> u32 {
+        self.rqs[self.root(cpu) as usize].h_nr_running
     }
 
     fn move_task(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
