@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 use schedlab_policies::POLICIES;
 use schedlab_sim::report;
-use schedlab_sim::time::parse_duration;
+use schedlab_sim::time::{format_duration, parse_duration};
 use schedlab_sim::timeline::{Schedule, Timeline};
 use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
@@ -164,6 +164,15 @@ enum Command {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Measure this machine's context switch, idle wakeup and syscall costs
+    /// and print them as --cost flags and a [machine] costs line, so that
+    /// simulations start from this kernel's floor (about 2 s)
+    Calibrate {
+        /// Multiply the number of samples (1 = 20,000 round trips, 2,000
+        /// idle wakeups, 200,000 yields).
+        #[arg(long, default_value_t = 1.0)]
+        samples: f64,
+    },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
     /// Measure simulation speed: events per second on standard workloads.
@@ -218,6 +227,11 @@ pub(crate) struct Common {
     /// Set a workload parameter from its [params], e.g. threads=64.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_kv)]
     param: Vec<(String, i64)>,
+    /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
+    /// calibrate` measures them): context_switch, migration, idle_exit,
+    /// syscall.
+    #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
+    cost: Vec<(String, u64)>,
     /// Print the report as JSON (schema in docs/report-schema.md).
     #[arg(long)]
     json: bool,
@@ -228,6 +242,14 @@ pub(crate) struct Common {
     /// Print log2 histograms of wakeup latency and run time per switch.
     #[arg(long)]
     hist: bool,
+}
+
+fn parse_cost(s: &str) -> Result<(String, u64), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("'{s}' is not NAME=DURATION, e.g. idle_exit=8us"))?;
+    if !v.trim().ends_with('s') {
+        return Err(format!("'{v}' has no time unit: write e.g. {k}=8us"));
+    }
+    Ok((k.trim().to_string(), parse_duration(v)?))
 }
 
 fn parse_kv(s: &str) -> Result<(String, i64), String> {
@@ -252,6 +274,7 @@ pub(crate) fn overrides(c: &Common) -> Overrides {
         seed: c.seed,
         params: c.param.iter().cloned().collect::<BTreeMap<_, _>>(),
         tunables: c.set.iter().cloned().collect::<BTreeMap<_, _>>(),
+        costs: c.cost.iter().cloned().collect::<BTreeMap<_, _>>(),
     }
 }
 
@@ -503,6 +526,7 @@ fn run(cli: Cli) -> Result<()> {
         })?,
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,
+        Command::Calibrate { samples } => calibrate(samples)?,
     }
     Ok(())
 }
@@ -531,6 +555,7 @@ fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
         seed: common.seed,
         params: BTreeMap::new(),
         tunables: common.set.iter().cloned().collect(),
+        costs: common.cost.iter().cloned().collect(),
     };
     let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &ov)?;
     let names = policy_names(sched, &w)?;
@@ -577,6 +602,48 @@ fn list() {
     }
 }
 
+fn calibrate(samples: f64) -> Result<()> {
+    let c = schedlab_host::calibrate::calibrate(samples)?;
+    let us = |ns: u64| format!("{:.2} us", ns as f64 / 1e3);
+    let (trips, wakeups, yields) = c.samples;
+    let k = schedlab_host::info::read();
+    println!(
+        "Linux {}, {} CPUs usable, HZ={}: medians of batches, on a quiet machine only\n",
+        k.release,
+        c.cpus_allowed,
+        k.hz.map_or("unknown".to_string(), |hz| hz.to_string())
+    );
+    println!(
+        "context_switch  {:>10}  per hop of a token between two threads on CPU {} ({trips} round trips)",
+        us(c.context_switch),
+        c.cpu
+    );
+    match (c.idle_wakeup, c.idle_exit, c.other_cpu) {
+        (Some(wakeup), Some(exit), Some(other)) => {
+            println!(
+                "idle_exit       {:>10}  a wakeup from CPU {} onto CPU {other}, idle for {}, takes {} ({wakeups} wakeups), less the switch",
+                us(exit),
+                c.cpu,
+                format_duration(schedlab_host::calibrate::SHALLOW_IDLE),
+                us(wakeup)
+            );
+            for (idle, latency) in &c.deep_idle {
+                println!(
+                    "                            after {} idle the same wakeup takes {}",
+                    format_duration(*idle),
+                    us(*latency)
+                );
+            }
+        }
+        _ => println!("idle_exit       not measured: this process may use only one CPU"),
+    }
+    println!("syscall         {:>10}  per sched_yield alone on CPU {} ({yields} calls)", us(c.syscall), c.cpu);
+    println!("migration       not measured: it depends on the task's working set (default 10 us)");
+    println!("\nSimulate with these costs:\n  {}", c.cost_flags());
+    println!("or put them in the workload's [machine] table:\n  {}", c.toml());
+    Ok(())
+}
+
 pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> Common {
     Common {
         workload: workload.to_string(),
@@ -585,6 +652,7 @@ pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> C
         cpus: None,
         set: Vec::new(),
         param: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        cost: Vec::new(),
         json: false,
         csv: false,
         hist: false,

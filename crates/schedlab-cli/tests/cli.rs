@@ -69,6 +69,8 @@ fn bad_input_gets_one_clear_error() {
         "CPU 2 in '2' does not exist: the machine has CPUs 0-1",
     );
     fails_with(&["run", "thread-test", "--set", "base_slice_ns"], "is not NAME=VALUE");
+    fails_with(&["run", "thread-test", "--cost", "idle=3us"], "--cost: unknown cost 'idle': use context_switch");
+    fails_with(&["run", "thread-test", "--cost", "idle_exit=3"], "'3' has no time unit: write e.g. idle_exit=8us");
 
     let bad =
         temp_file("bad.toml", "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n");
@@ -187,4 +189,22 @@ fn experiments_write_every_section_with_its_plots_and_are_deterministic() {
     }
     assert_eq!(docs[0], docs[1], "same command, same page");
     let _ = std::fs::remove_dir_all(&base);
+}
+
+#[test]
+fn a_cost_from_the_command_line_changes_the_simulation() {
+    // lat_ctx on 2 CPUs: each hop is a wakeup onto the idle CPU, so the
+    // rate follows 1 / (work + idle_exit + context_switch).
+    let rate = |extra: &[&str]| -> f64 {
+        let mut args = vec!["run", "lat-ctx", "--sched", "cfs", "--json", "--duration", "200ms"];
+        args.extend_from_slice(extra);
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        r["totals"]["context_switches_per_sec"].as_f64().unwrap()
+    };
+    let default = rate(&[]);
+    let slow = rate(&["--cost", "context_switch=10us", "--cost", "idle_exit=19us"]);
+    assert!((default - 125_000.0).abs() < 1_000.0, "default costs: {default}/s");
+    assert!((slow - 1e6 / 30.0).abs() < 1_000.0, "1 + 19 + 10 us per hop: {slow}/s");
 }

@@ -14,6 +14,7 @@
 //! Threads, pipes, cgroups and the trace instance are all gone when `run`
 //! returns, after an error or Ctrl-C too.
 
+pub mod calibrate;
 mod cgroup;
 pub mod info;
 mod sync;

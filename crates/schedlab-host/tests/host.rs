@@ -264,3 +264,26 @@ fn record_then_replay_a_real_command() {
     assert!(w.tasks.iter().any(|t| t.name == *name));
     assert!(leftovers("record").is_empty(), "tracefs instance left behind");
 }
+
+#[test]
+fn calibration_measures_a_switch_dearer_than_a_yield() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let c = match schedlab_host::calibrate::calibrate(0.1) {
+        Ok(c) => c,
+        Err(HostError::Setup(why)) => {
+            eprintln!("SKIPPED calibration_measures_a_switch_dearer_than_a_yield: {why}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    // A hop is a write, a switch and a read: more than one cheap syscall,
+    // and well under a millisecond on anything that runs Linux.
+    assert!((100..1_000_000).contains(&c.context_switch), "context switch {} ns", c.context_switch);
+    assert!(c.syscall < c.context_switch, "sched_yield {} ns vs hop {} ns", c.syscall, c.context_switch);
+    assert_eq!(c.idle_wakeup.is_some(), c.cpus_allowed > 1, "idle wakeups need a second CPU");
+    if let (Some(wakeup), Some(exit)) = (c.idle_wakeup, c.idle_exit) {
+        assert_eq!(exit, wakeup.saturating_sub(c.context_switch), "idle_exit is the wakeup less the switch");
+        assert_eq!(c.deep_idle.len(), schedlab_host::calibrate::DEEP_IDLE.len());
+    }
+    assert_eq!(task_threads(), 0, "calibration threads left running");
+}

@@ -10,8 +10,10 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
 
+/// A workload that cannot be run: where (file and line, or the command
+/// line option, whose line is 0) and what to write instead.
 #[derive(Debug, thiserror::Error)]
-#[error("{origin}:{line}: {message}")]
+#[error("{origin}{}: {message}", if *line > 0 { format!(":{line}") } else { String::new() })]
 pub struct WorkloadError {
     pub origin: String,
     pub line: usize,
@@ -241,6 +243,29 @@ pub struct Costs {
     pub syscall: Nanos,
 }
 
+impl Costs {
+    /// Replace one cost by the name `[machine] costs` gives it (`--cost`).
+    pub fn set(&mut self, name: &str, value: Nanos) -> Result<(), String> {
+        let slot = match name {
+            "context_switch" => &mut self.context_switch,
+            "migration" => &mut self.migration,
+            "idle_exit" => &mut self.idle_exit,
+            "syscall" => &mut self.syscall,
+            _ => return Err(format!("unknown cost '{name}': use context_switch, migration, idle_exit or syscall")),
+        };
+        *slot = value;
+        Ok(())
+    }
+
+    /// The command line's costs over these.
+    pub(crate) fn overridden(mut self, ov: &Overrides) -> Result<Costs, WorkloadError> {
+        for (name, &value) in &ov.costs {
+            self.set(name, value).map_err(|message| WorkloadError { origin: "--cost".into(), line: 0, message })?;
+        }
+        Ok(self)
+    }
+}
+
 impl Default for Costs {
     fn default() -> Costs {
         Costs {
@@ -308,6 +333,8 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub params: BTreeMap<String, i64>,
     pub tunables: BTreeMap<String, i64>,
+    /// `[machine] costs` by name, e.g. from `schedlab calibrate`.
+    pub costs: BTreeMap<String, Nanos>,
 }
 
 // ---- the file as written ----
@@ -447,7 +474,8 @@ impl Workload {
             migration: cost(&file.machine.costs.migration, defaults.migration),
             idle_exit: cost(&file.machine.costs.idle_exit, defaults.idle_exit),
             syscall: cost(&file.machine.costs.syscall, defaults.syscall),
-        };
+        }
+        .overridden(ov)?;
 
         let duration = match (ov.duration, &file.duration) {
             (Some(d), _) => d,
