@@ -448,6 +448,11 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Host { common, host_opts } => {
+            if !common.cost.is_empty() {
+                bail!(
+                    "--cost sets what the simulator charges; the real kernel pays its own costs (use compare --host)"
+                );
+            }
             let w = load_workload(&common)?;
             let report = run_host(&w, &host_opts)?;
             if !structured_output(&common, std::slice::from_ref(&report), false, true)? {

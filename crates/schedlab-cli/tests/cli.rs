@@ -71,6 +71,7 @@ fn bad_input_gets_one_clear_error() {
     fails_with(&["run", "thread-test", "--set", "base_slice_ns"], "is not NAME=VALUE");
     fails_with(&["run", "thread-test", "--cost", "idle=3us"], "--cost: unknown cost 'idle': use context_switch");
     fails_with(&["run", "thread-test", "--cost", "idle_exit=3"], "'3' has no time unit: write e.g. idle_exit=8us");
+    fails_with(&["host", "thread-test", "--cost", "idle_exit=3us"], "--cost sets what the simulator charges");
 
     let bad =
         temp_file("bad.toml", "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n");
