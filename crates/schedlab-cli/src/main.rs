@@ -554,15 +554,7 @@ fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
     if !common.param.is_empty() {
         bail!("--param: a trace has no parameters");
     }
-    let ov = Overrides {
-        cpus: common.cpus,
-        duration: common.duration,
-        seed: common.seed,
-        params: BTreeMap::new(),
-        tunables: common.set.iter().cloned().collect(),
-        costs: common.cost.iter().cloned().collect(),
-    };
-    let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &ov)?;
+    let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &overrides(common))?;
     let names = policy_names(sched, &w)?;
     let reports = simulate_each(&w, &names)?;
     if structured_output(common, &reports, tasks, false)? {
@@ -623,7 +615,7 @@ fn calibrate(samples: f64) -> Result<()> {
         us(c.context_switch),
         c.cpu
     );
-    match (c.idle_wakeup, c.idle_exit, c.other_cpu) {
+    match (c.idle_wakeup, c.idle_exit(), c.other_cpu) {
         (Some(wakeup), Some(exit), Some(other)) => {
             println!(
                 "idle_exit       {:>10}  a wakeup from CPU {} onto CPU {other}, idle for {}, takes {} ({wakeups} wakeups), less the switch",

@@ -37,7 +37,6 @@ pub struct Calibration {
     pub context_switch: Nanos,
     /// Median wakeup latency onto an idle CPU (None on a one-CPU machine).
     pub idle_wakeup: Option<Nanos>,
-    pub idle_exit: Option<Nanos>,
     /// Wakeup latency onto a CPU idle for longer (idle length, latency):
     /// deeper idle states cost more to leave, which one figure cannot say.
     pub deep_idle: Vec<(Nanos, Nanos)>,
@@ -47,29 +46,30 @@ pub struct Calibration {
 }
 
 impl Calibration {
+    /// The simulator charges idle_exit + context_switch for a wakeup onto
+    /// an idle CPU, so idle_exit is the measured wakeup less the switch.
+    pub fn idle_exit(&self) -> Option<Nanos> {
+        self.idle_wakeup.map(|w| w.saturating_sub(self.context_switch))
+    }
+
+    /// The measured costs under the names `[machine] costs` gives them.
+    fn costs(&self) -> Vec<(&'static str, Nanos)> {
+        let mut costs = vec![("context_switch", self.context_switch)];
+        costs.extend(self.idle_exit().map(|idle| ("idle_exit", idle)));
+        costs.push(("syscall", self.syscall));
+        costs
+    }
+
     /// The `--cost` flags that give a simulation these costs.
     pub fn cost_flags(&self) -> String {
-        let mut flags = vec![format!("--cost context_switch={}", ns(self.context_switch))];
-        if let Some(idle) = self.idle_exit {
-            flags.push(format!("--cost idle_exit={}", ns(idle)));
-        }
-        flags.push(format!("--cost syscall={}", ns(self.syscall)));
-        flags.join(" ")
+        self.costs().iter().map(|(name, v)| format!("--cost {name}={v}ns")).collect::<Vec<_>>().join(" ")
     }
 
     /// The same as a workload file's `[machine]` line.
     pub fn toml(&self) -> String {
-        let mut items = vec![format!("context_switch = \"{}\"", ns(self.context_switch))];
-        if let Some(idle) = self.idle_exit {
-            items.push(format!("idle_exit = \"{}\"", ns(idle)));
-        }
-        items.push(format!("syscall = \"{}\"", ns(self.syscall)));
+        let items: Vec<String> = self.costs().iter().map(|(name, v)| format!("{name} = \"{v}ns\"")).collect();
         format!("costs = {{ {} }}", items.join(", "))
     }
-}
-
-fn ns(v: Nanos) -> String {
-    format!("{v}ns")
 }
 
 const BATCHES: u32 = 9;
@@ -113,7 +113,6 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         other_cpu,
         context_switch,
         idle_wakeup,
-        idle_exit: idle_wakeup.map(|w| w.saturating_sub(context_switch)),
         deep_idle,
         syscall,
         samples: (trips, if other_cpu.is_some() { wakeups } else { 0 }, yields),
@@ -123,6 +122,24 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
 fn median(mut v: Vec<Nanos>) -> Nanos {
     v.sort_unstable();
     v[v.len() / 2]
+}
+
+/// Median over BATCHES batches of the time per call of `op`, `calls` calls
+/// in all; one batch more runs first to warm caches and settle the
+/// threads, and is not kept.
+fn per_call(calls: u32, mut op: impl FnMut(u32) -> Result<(), HostError>) -> Result<Nanos, HostError> {
+    let per_batch = calls / BATCHES;
+    let mut times = Vec::with_capacity(BATCHES as usize);
+    for batch in 0..=BATCHES {
+        let start = sys::now();
+        for i in 0..per_batch {
+            op(i)?;
+        }
+        if batch > 0 {
+            times.push((sys::now() - start) / u64::from(per_batch));
+        }
+    }
+    Ok(median(times))
 }
 
 fn pin(cpu: usize) -> Result<(), HostError> {
@@ -136,7 +153,6 @@ fn pipe() -> Result<Pipe, HostError> {
 /// Per hop of a token passed between two threads on `cpu`.
 fn ping_pong(cpu: usize, trips: u32) -> Result<Nanos, HostError> {
     let (there, back) = (pipe()?, pipe()?);
-    let per_batch = trips / BATCHES;
     std::thread::scope(|s| {
         let echo = s.spawn(|| -> Result<(), HostError> {
             pin(cpu)?;
@@ -147,23 +163,17 @@ fn ping_pong(cpu: usize, trips: u32) -> Result<Nanos, HostError> {
             }
             Ok(())
         });
-        let timed = (|| {
-            pin(cpu)?;
-            let mut hops = Vec::with_capacity(BATCHES as usize);
-            // The first batch warms caches and settles both threads; not kept.
-            for batch in 0..=BATCHES {
-                let start = sys::now();
-                for i in 0..per_batch {
-                    if !there.send(u64::from(i)) || back.recv().is_none() {
-                        return Err(HostError::Setup("the echo thread stopped".into()));
-                    }
+        // A round trip is two hops.
+        let timed = pin(cpu).and_then(|()| {
+            per_call(trips, |i| {
+                if there.send(u64::from(i)) && back.recv().is_some() {
+                    Ok(())
+                } else {
+                    Err(HostError::Setup("the echo thread stopped".into()))
                 }
-                if batch > 0 {
-                    hops.push((sys::now() - start) / (2 * u64::from(per_batch)));
-                }
-            }
-            Ok(median(hops))
-        })();
+            })
+            .map(|trip| trip / 2)
+        });
         there.send(crate::STOP);
         echo.join().expect("echo thread does not panic")?;
         timed
@@ -175,18 +185,10 @@ fn yield_cost(cpu: usize, yields: u32) -> Result<Nanos, HostError> {
     std::thread::scope(|s| {
         s.spawn(|| {
             pin(cpu)?;
-            let per_batch = yields / BATCHES;
-            let mut costs = Vec::with_capacity(BATCHES as usize);
-            for batch in 0..=BATCHES {
-                let start = sys::now();
-                for _ in 0..per_batch {
-                    sys::sched_yield();
-                }
-                if batch > 0 {
-                    costs.push((sys::now() - start) / u64::from(per_batch));
-                }
-            }
-            Ok(median(costs))
+            per_call(yields, |_| {
+                sys::sched_yield();
+                Ok(())
+            })
         })
         .join()
         .expect("yield thread does not panic")
@@ -243,11 +245,11 @@ mod tests {
             other_cpu: Some(1),
             context_switch: 4_100,
             idle_wakeup: Some(12_000),
-            idle_exit: Some(7_900),
             deep_idle: vec![(1_000_000, 25_000)],
             syscall: 350,
             samples: (9, 9, 9),
         };
+        assert_eq!(c.idle_exit(), Some(7_900));
         assert_eq!(c.cost_flags(), "--cost context_switch=4100ns --cost idle_exit=7900ns --cost syscall=350ns");
         let text = format!(
             "duration = \"1s\"\n[machine]\n{}\n[[task]]\nname = \"t\"\nprogram = [ {{ run = \"1ms\" }} ]\n",

@@ -281,7 +281,7 @@ fn calibration_measures_a_switch_dearer_than_a_yield() {
     assert!((100..1_000_000).contains(&c.context_switch), "context switch {} ns", c.context_switch);
     assert!(c.syscall < c.context_switch, "sched_yield {} ns vs hop {} ns", c.syscall, c.context_switch);
     assert_eq!(c.idle_wakeup.is_some(), c.cpus_allowed > 1, "idle wakeups need a second CPU");
-    if let (Some(wakeup), Some(exit)) = (c.idle_wakeup, c.idle_exit) {
+    if let (Some(wakeup), Some(exit)) = (c.idle_wakeup, c.idle_exit()) {
         assert_eq!(exit, wakeup.saturating_sub(c.context_switch), "idle_exit is the wakeup less the switch");
         assert_eq!(c.deep_idle.len(), schedlab_host::calibrate::DEEP_IDLE.len());
     }

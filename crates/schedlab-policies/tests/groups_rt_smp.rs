@@ -87,9 +87,10 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 #[test]
 fn throttled_tasks_do_not_make_a_cpu_look_busy_to_the_balancer() {
     // One hog per CPU is balanced. From 10 ms on, CPU 0 also holds three
-    // tasks of a group throttled nearly all the time: throttle_cfs_rq takes them out of
-    // rq->nr_running, so the balancer must not see CPU 0 as overloaded and
-    // push its hog over (active balance, as nothing queued there may move).
+    // tasks of a group throttled nearly all the time: throttle_cfs_rq takes
+    // them out of rq->nr_running, so the balancer must not see CPU 0 as
+    // overloaded and push its hog over (active balance, as nothing queued
+    // there may move).
     let w = workload(
         r#"
 duration = "2s"

@@ -17,7 +17,7 @@ use crate::ftrace::{self, SchedEvent, SchedEventKind};
 use crate::time::Nanos;
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Channel, Costs, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, index_or_push,
+    Channel, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, index_or_push,
     name_from_origin,
 };
 use std::collections::BTreeMap;
@@ -301,7 +301,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         count_params: Vec::new(),
         duration,
         seed: ov.seed.unwrap_or(1),
-        machine: Machine { costs: Costs::default().overridden(ov)?, ..Machine::with_defaults(topology) },
+        machine: Machine::with_defaults(topology, ov)?,
         tunables: ov.tunables.clone(),
         groups: vec![GroupSpec::root()],
         tasks: specs,

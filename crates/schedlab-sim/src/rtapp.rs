@@ -22,7 +22,7 @@ use crate::dist::Dist;
 use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Barrier, Channel, Costs, GroupId, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
+    Barrier, Channel, GroupId, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
     Workload, WorkloadError, index_or_push, name_from_origin, takes_time,
 };
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -784,7 +784,7 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         count_params: Vec::new(),
         duration,
         seed: ov.seed.unwrap_or(1),
-        machine: Machine { costs: Costs::default().overridden(ov)?, ..Machine::with_defaults(topology) },
+        machine: Machine::with_defaults(topology, ov)?,
         tunables,
         groups: conv.groups,
         tasks: specs,

@@ -292,9 +292,10 @@ impl GroupSpec {
 }
 
 impl Machine {
-    /// A machine with the default HZ and costs.
-    pub fn with_defaults(topology: Topology) -> Machine {
-        Machine { topology, hz: DEFAULT_HZ, costs: Costs::default() }
+    /// A machine with the default HZ and costs, the command line's costs
+    /// over them (for inputs that describe no machine: rt-app, traces).
+    pub fn with_defaults(topology: Topology, ov: &Overrides) -> Result<Machine, WorkloadError> {
+        Ok(Machine { topology, hz: DEFAULT_HZ, costs: Costs::default().overridden(ov)? })
     }
 
     pub fn tick_ns(&self) -> Nanos {
