@@ -17,6 +17,7 @@
 pub mod calibrate;
 mod cgroup;
 pub mod info;
+pub mod signals;
 mod sync;
 mod sys;
 mod tracing;
@@ -59,32 +60,6 @@ impl Default for HostOptions {
 
 /// Message a pipe carries to make its reader stop.
 const STOP: u64 = u64::MAX;
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Ctrl-C ends the run early (and cleanly); the previous handler comes back.
-struct SigintGuard {
-    old: libc::sighandler_t,
-}
-
-impl SigintGuard {
-    fn install() -> SigintGuard {
-        INTERRUPTED.store(false, Ordering::SeqCst);
-        // SAFETY: the handler only stores to an atomic.
-        let old = unsafe { libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t) };
-        SigintGuard { old }
-    }
-}
-
-impl Drop for SigintGuard {
-    fn drop(&mut self) {
-        // SAFETY: restoring the handler that was there.
-        unsafe { libc::signal(libc::SIGINT, self.old) };
-    }
-}
 
 /// SCHED_FIFO for the calling thread while it lives, SCHED_OTHER after.
 struct ControllerPriority;
@@ -243,8 +218,7 @@ fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostE
 
 fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, at_barrier: bool, name: String) {
     let tid = sys::gettid();
-    // Ctrl-C must reach the main thread, whose sleep it cuts short.
-    sys::block_sigint();
+    signals::block_in_this_thread();
     sys::set_thread_name(&name);
     sys::set_min_timer_slack();
     if let Err(message) = apply_attributes(&sh, spec, instance, tid) {
@@ -462,8 +436,13 @@ pub struct HostRun {
     pub warnings: Vec<String>,
 }
 
-/// Runs the workload on this machine for its duration (or until Ctrl-C).
+/// Runs the workload on this machine for its duration (or until a stop
+/// signal: Ctrl-C, SIGTERM, SIGHUP).
 pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
+    // From the first line: a signal during setup must still reach the
+    // cleanup below rather than kill the process with cgroups and a trace
+    // instance in place.
+    let _signals = signals::StopSignals::install();
     let allowed = sys::allowed_cpus();
     let want = w.nr_cpus();
     if want as usize > allowed.len() {
@@ -550,7 +529,6 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         cgroups,
         spins_per_ns: calibrate_spin(),
     });
-    let _sigint = SigintGuard::install();
     let mut spawned = 0;
     for &spec in &initial {
         if let Err(e) = spawn_task(&sh, spec, true) {
@@ -593,7 +571,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         // workload ends there, with its makespan.
         loop {
             let now = sys::now();
-            if now >= end || INTERRUPTED.load(Ordering::SeqCst) || sh.live.load(Ordering::SeqCst) == 0 {
+            if now >= end || signals::received().is_some() || sh.live.load(Ordering::SeqCst) == 0 {
                 break;
             }
             sys::sleep_until(end.min(now + 250_000_000));
@@ -623,9 +601,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     if let Some(e) = sh.errors.lock().expect("lock").drain(..).next() {
         return Err(e);
     }
-    let interrupted = INTERRUPTED.load(Ordering::SeqCst) && stop < end;
-    if interrupted {
-        notes.push(format!("interrupted by Ctrl-C after {:.3} s", (stop - t0) as f64 / 1e9));
+    if let Some(sig) = signals::received().filter(|_| stop < end) {
+        notes.push(format!("interrupted by {} after {:.3} s", signals::name(sig), (stop - t0) as f64 / 1e9));
     }
     let trace = match &tracer {
         Some(t) => match t.collect() {
@@ -655,6 +632,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         &stat1,
         HostInfo {
             kernel_release: kernel.release.clone(),
+            machine: "this machine".into(),
             hz: kernel.hz,
             preempt: kernel.preempt.clone(),
             tracing: tracing_state,
@@ -689,10 +667,11 @@ fn analyse_trace(
             SchedEventKind::Switch { prev_pid, prev_state, next_pid, .. } => {
                 let prev = *prev_pid as i32;
                 if let Some(&spec) = spec_of.get(&prev) {
-                    if let Some((tid, since)) = running.remove(&ev.cpu) {
-                        if tid == prev && inside {
-                            f.rps[spec as usize].record(ev.ts - since.max(t0));
-                        }
+                    if let Some((tid, since)) = running.remove(&ev.cpu)
+                        && tid == prev
+                        && inside
+                    {
+                        f.rps[spec as usize].record(ev.ts - since.max(t0));
                     }
                     if inside {
                         f.switches += 1;

@@ -277,17 +277,6 @@ pub fn user_hz() -> u64 {
     if v > 0 { v as u64 } else { 100 }
 }
 
-/// Keeps SIGINT away from the calling thread.
-pub fn block_sigint() {
-    // SAFETY: a zeroed sigset_t is valid input to sigemptyset.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
 /// A one-shot start gate on a futex word. `std::sync::Barrier` releases its
 /// waiters through one mutex: with a thousand threads on a few CPUs they
 /// convoy on it and each blocks and wakes again inside the measured window.

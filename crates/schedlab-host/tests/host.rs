@@ -65,7 +65,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     assert!(r.totals.involuntary_switches > 10, "spinners sharing a CPU are preempted");
     let host = r.host.as_ref().expect("host info");
     assert!(!host.kernel_release.is_empty());
-    if host.tracing.starts_with("tracefs") {
+    if host.tracing.starts_with("tracefs instance") {
         assert!(r.runtime_per_switch.count > 10, "tracing gives run time per switch");
     } else {
         eprintln!("skipping the tracing checks: {}", host.tracing);

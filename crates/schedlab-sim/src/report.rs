@@ -5,7 +5,7 @@
 
 use crate::time::Nanos;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field of the JSON report changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -100,7 +100,7 @@ fn bucket_bounds(i: usize) -> (u64, u64) {
     if i == 0 { (0, 1) } else { (1u64 << (i - 1), 1u64 << i) }
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Log2Bucket {
     pub lo: u64,
     pub hi: u64,
@@ -108,7 +108,7 @@ pub struct Log2Bucket {
 }
 
 /// Histogram summary in nanoseconds.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct HistSummary {
     pub count: u64,
     pub min: u64,
@@ -121,7 +121,7 @@ pub struct HistSummary {
     pub buckets: Vec<Log2Bucket>,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TaskReport {
     pub name: String,
     /// Index of the [[task]] entry it came from.
@@ -142,7 +142,7 @@ pub struct TaskReport {
 }
 
 /// Per [[task]] entry: the tasks it made, taken together.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SpecReport {
     pub name: String,
     pub tasks: u64,
@@ -153,7 +153,7 @@ pub struct SpecReport {
     pub runtime_per_switch: HistSummary,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct CpuReport {
     pub cpu: u32,
     pub busy_ns: Nanos,
@@ -162,7 +162,7 @@ pub struct CpuReport {
     pub switch_overhead_ns: Nanos,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Totals {
     pub context_switches: u64,
     pub context_switches_per_sec: f64,
@@ -185,7 +185,7 @@ pub struct Totals {
     pub events: u64,
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub schema_version: u32,
     /// "simulated" or "host".
@@ -213,9 +213,13 @@ pub struct Report {
 }
 
 /// The kernel a host run measured, and what it could and could not use.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostInfo {
     pub kernel_release: String,
+    /// Where that kernel ran: "this machine", or the virtual machine it was
+    /// booted in (accelerator, vCPUs, kernel image).
+    #[serde(default)]
+    pub machine: String,
     pub hz: Option<u32>,
     pub preempt: Option<String>,
     /// "tracefs instance" or why not.

@@ -1,0 +1,82 @@
+//! Ending a run cleanly on Ctrl-C, SIGTERM and SIGHUP. The handlers only
+//! record which signal came; the run's controller sees it at its next look,
+//! stops what it started (threads, a guest), removes what it created
+//! (cgroups, a tracefs instance, temporary files) and returns, so the
+//! command ends with nothing left behind. SIGKILL cannot be caught: what a
+//! killed run leaves is found and removed by the next run (see `stale`).
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signals that stop a run: a terminal's Ctrl-C, `kill`'s default and
+/// a closed terminal.
+pub const STOP_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_stop_signal(sig: libc::c_int) {
+    RECEIVED.store(sig, Ordering::SeqCst);
+}
+
+/// While it lives, STOP_SIGNALS are recorded instead of killing the
+/// process; the previous handlers come back when it is dropped.
+pub struct StopSignals {
+    old: [libc::sighandler_t; STOP_SIGNALS.len()],
+}
+
+impl StopSignals {
+    pub fn install() -> StopSignals {
+        RECEIVED.store(0, Ordering::SeqCst);
+        let mut old = [libc::SIG_DFL; STOP_SIGNALS.len()];
+        for (slot, sig) in old.iter_mut().zip(STOP_SIGNALS) {
+            // SAFETY: the handler only stores to an atomic.
+            *slot = unsafe { libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t) };
+        }
+        StopSignals { old }
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for (old, sig) in self.old.iter().zip(STOP_SIGNALS) {
+            // SAFETY: restoring the handler that was there.
+            unsafe { libc::signal(sig, *old) };
+        }
+    }
+}
+
+/// The stop signal received since `install`, if any.
+pub fn received() -> Option<libc::c_int> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// The signal's name as `kill -l` prints it, for messages.
+pub fn name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT (Ctrl-C)",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
+/// Keeps STOP_SIGNALS away from the calling thread, so that they reach the
+/// controller, whose sleep they cut short.
+pub fn block_in_this_thread() {
+    // SAFETY: a zeroed sigset_t is valid input to sigemptyset.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in STOP_SIGNALS {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
+/// Whether process `pid` is alive: the owner of a leftover named after it.
+pub fn process_alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
