@@ -7,6 +7,7 @@ mod render;
 mod scenarios;
 mod svg;
 mod sweep;
+mod vm;
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
@@ -55,6 +56,12 @@ enum Command {
         host: bool,
         #[command(flatten)]
         host_opts: HostArgs,
+        /// Also run the workload in a real kernel booted under QEMU, as a row
+        /// named NAME (repeatable), e.g. bmq=../shared/kernels/bmq-6.12.bzImage.
+        #[arg(long = "kernel", value_name = "NAME=FILE", value_parser = vm::parse_kernel)]
+        kernel: Vec<(String, std::path::PathBuf)>,
+        #[command(flatten)]
+        vm_opts: vm::VmArgs,
         /// Per task: CPU share under each scheduler (rows of --csv become
         /// one per task).
         #[arg(long)]
@@ -69,6 +76,23 @@ enum Command {
         /// Length of the timeline window.
         #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "TIME")]
         timeline_len: u64,
+    },
+    /// Run a workload as real threads in a real kernel booted under QEMU
+    /// (a bzImage of the scheduler to measure), with the same report.
+    Vm {
+        #[command(flatten)]
+        common: Common,
+        /// The kernel to boot: an x86 bzImage (see ../shared/kernels or
+        /// tools/build-kernel.sh).
+        #[arg(long, value_name = "FILE")]
+        kernel: std::path::PathBuf,
+        #[command(flatten)]
+        vm_opts: vm::VmArgs,
+        #[command(flatten)]
+        host_opts: HostArgs,
+        /// Print the per-task table as well.
+        #[arg(long)]
+        tasks: bool,
     },
     /// Run a workload as real threads on this machine's kernel.
     Host {
@@ -184,13 +208,13 @@ enum Command {
 }
 
 #[derive(Args)]
-struct HostArgs {
+pub(crate) struct HostArgs {
     /// Do not record sched events with tracefs on the real kernel.
     #[arg(long)]
-    no_trace: bool,
+    pub(crate) no_trace: bool,
     /// Do not create the workload's cgroups on the real kernel.
     #[arg(long)]
-    no_groups: bool,
+    pub(crate) no_groups: bool,
 }
 
 impl HostArgs {
@@ -372,11 +396,48 @@ fn structured_output(c: &Common, reports: &[Report], tasks: bool, single: bool) 
 }
 
 fn main() {
+    if schedlab_vm::guest::is_init() {
+        guest_main();
+    }
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("schedlab: {e:#}");
-        std::process::exit(1);
+        std::process::exit(exit_code(&e));
     }
+}
+
+/// 128 + the signal for a run a stop signal ended, as a shell reports a
+/// process killed by it; 1 for every other error.
+fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<schedlab_vm::VmError>() {
+        Some(schedlab_vm::VmError::Interrupted(sig)) => 128 + sig,
+        _ => 1,
+    }
+}
+
+/// schedlab as the init of a `schedlab vm` guest: the job's command line
+/// comes from the initramfs, its stdout goes to the result port.
+fn guest_main() -> ! {
+    let code = match schedlab_vm::guest::start() {
+        Ok(args) => match Cli::try_parse_from(args) {
+            Ok(cli) => match run(cli) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("schedlab: {e:#}");
+                    exit_code(&e)
+                }
+            },
+            Err(e) => {
+                eprintln!("schedlab: {}", e.to_string().trim());
+                2
+            }
+        },
+        Err(e) => {
+            eprintln!("schedlab: guest: {e}");
+            1
+        }
+    };
+    schedlab_vm::guest::finish(code)
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -388,17 +449,7 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{}", render::run_summary(&report, common.hist));
                 if tasks {
                     println!();
-                    for t in &report.tasks {
-                        println!(
-                            "{:<24} {:>7.2}% cpu {:>10} vol {:>7} invol {:>7} migr {:>5}",
-                            t.name,
-                            t.cpu_share_pct,
-                            schedlab_sim::time::format_duration(t.cpu_time_ns),
-                            t.voluntary_switches,
-                            t.involuntary_switches,
-                            t.migrations
-                        );
-                    }
+                    print!("{}", render::task_lines(&report));
                 }
             }
         }
@@ -447,6 +498,18 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
         }
+        Command::Vm { common, kernel, vm_opts, host_opts, tasks } => {
+            let w = load_workload(&common)?;
+            let label = vm::kernel_label(&kernel);
+            let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
+            if !structured_output(&common, std::slice::from_ref(&report), tasks, true)? {
+                print!("{}", render::run_summary(&report, common.hist));
+                if tasks {
+                    println!();
+                    print!("{}", render::task_lines(&report));
+                }
+            }
+        }
         Command::Host { common, host_opts } => {
             if !common.cost.is_empty() {
                 bail!(
@@ -459,7 +522,18 @@ fn run(cli: Cli) -> Result<()> {
                 print!("{}", render::run_summary(&report, common.hist));
             }
         }
-        Command::Compare { common, sched, host, host_opts, tasks, html, timeline_at, timeline_len } => {
+        Command::Compare {
+            common,
+            sched,
+            host,
+            host_opts,
+            kernel,
+            vm_opts,
+            tasks,
+            html,
+            timeline_at,
+            timeline_len,
+        } => {
             let w = load_workload(&common)?;
             let names = policy_names(sched, &w)?;
             let (mut reports, mut timelines): (Vec<Report>, Vec<Option<Schedule>>) = if html.is_some() {
@@ -481,6 +555,11 @@ fn run(cli: Cli) -> Result<()> {
             // compete with it for CPUs.
             if host {
                 reports.push(run_host(&w, &host_opts)?);
+                timelines.push(None);
+            }
+            // Guests one at a time, each with every host CPU to itself.
+            for (name, file) in &kernel {
+                reports.push(vm::run(&common, &w, file, name, &vm_opts, &host_opts)?);
                 timelines.push(None);
             }
             let heading = format!(

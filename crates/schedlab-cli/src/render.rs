@@ -11,6 +11,24 @@ pub fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1e3)
 }
 
+/// One line per task of a run: CPU share and time, switches, migrations.
+pub fn task_lines(r: &Report) -> String {
+    let mut out = String::new();
+    for t in &r.tasks {
+        let _ = writeln!(
+            out,
+            "{:<24} {:>7.2}% cpu {:>10} vol {:>7} invol {:>7} migr {:>5}",
+            t.name,
+            t.cpu_share_pct,
+            format_duration(t.cpu_time_ns),
+            t.voluntary_switches,
+            t.involuntary_switches,
+            t.migrations
+        );
+    }
+    out
+}
+
 /// One row per report: the numbers people quote for schedulers.
 pub fn comparison_table(reports: &[Report]) -> String {
     let mut out = table_rows(reports);
@@ -18,8 +36,10 @@ pub fn comparison_table(reports: &[Report]) -> String {
         let h = r.host.as_ref().expect("filtered");
         let _ = writeln!(
             out,
-            "\n{}: HZ={}, preemption {}; tracing: {}; groups: {}",
+            "\n{}: linux {} on {}, HZ={}, preemption {}; tracing: {}; groups: {}",
             r.scheduler,
+            h.kernel_release,
+            h.machine,
             h.hz.map_or("unknown".into(), |v| v.to_string()),
             h.preempt.as_deref().unwrap_or("unknown"),
             h.tracing,
@@ -149,7 +169,7 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
         r.cpus,
         r.hz,
         format_duration(r.duration_ns),
-        if r.source == "host" { "measured" } else { "simulated" },
+        if r.source == "simulated" { "simulated" } else { "measured" },
         r.seed
     );
     let _ = writeln!(
@@ -176,13 +196,13 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
     if let Some(h) = &r.host {
         let hz = h.hz.map_or("unknown".to_string(), |hz| hz.to_string());
         let preempt = h.preempt.as_deref().unwrap_or("unknown");
-        let _ = writeln!(out, "kernel {}: HZ={hz}, preemption {preempt}", h.kernel_release);
+        let _ = writeln!(out, "kernel {} on {}: HZ={hz}, preemption {preempt}", h.kernel_release, h.machine);
         let _ = writeln!(out, "tracing: {}\ngroups: {}", h.tracing, h.cgroups);
         for n in &h.notes {
             let _ = writeln!(out, "note: {n}");
         }
     }
-    if !r.tunables.is_empty() && r.source == "host" {
+    if !r.tunables.is_empty() && r.source != "simulated" {
         let t: Vec<String> = r.tunables.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(out, "tunables read: {}", t.join(" "));
     }

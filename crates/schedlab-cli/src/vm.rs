@@ -1,0 +1,185 @@
+//! `schedlab vm` and `compare --kernel`: the workload's host run inside a
+//! real kernel booted under QEMU (schedlab_vm), its report labelled with
+//! the kernel and the accelerator it ran under.
+
+use crate::{Common, HostArgs};
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use schedlab_sim::time::{format_duration, parse_duration};
+use schedlab_sim::{Report, Workload};
+use std::path::{Path, PathBuf};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_takes_m_or_g_within_bounds() {
+        assert_eq!(parse_memory("1G"), Ok(1024));
+        assert_eq!(parse_memory("512M"), Ok(512));
+        assert!(parse_memory("512").unwrap_err().contains("in M or G"));
+        assert!(parse_memory("64M").unwrap_err().contains("from 128M to 64G"));
+        assert!(parse_memory("99999999999999999999G").is_err());
+    }
+
+    #[test]
+    fn kernel_rows_are_named() {
+        assert_eq!(parse_kernel("bmq=/k/bmq-6.12.bzImage"), Ok(("bmq".into(), PathBuf::from("/k/bmq-6.12.bzImage"))));
+        assert!(parse_kernel("/k/bmq").unwrap_err().contains("NAME=FILE"));
+        assert!(parse_kernel("=/k/bmq").unwrap_err().contains("needs a name"));
+        assert_eq!(kernel_label(Path::new("../shared/kernels/pds-6.12.bzImage")), "pds-6.12");
+    }
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct VmArgs {
+    /// Accelerator: auto (KVM when it brings the guest up, else TCG), kvm
+    /// or tcg.
+    #[arg(long, default_value = "auto", value_parser = clap::value_parser!(schedlab_vm::Accel))]
+    accel: schedlab_vm::Accel,
+    /// Guest memory, e.g. 1G or 512M.
+    #[arg(long, default_value = "1G", value_parser = parse_memory)]
+    memory: u64,
+    /// How long the guest may take after booting before it is killed
+    /// (default: 2 minutes plus twice the duration).
+    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    timeout: Option<u64>,
+}
+
+fn parse_memory(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, 'G' | 'g')) => (&t[..i], 1024),
+        Some((i, 'M' | 'm')) => (&t[..i], 1),
+        _ => return Err(format!("'{s}': give the memory in M or G, e.g. 1G or 512M")),
+    };
+    let mib = num.parse::<u64>().ok().and_then(|n| n.checked_mul(mult));
+    match mib {
+        Some(m) if (128..=65536).contains(&m) => Ok(m),
+        _ => Err(format!("'{s}': give a guest memory from 128M to 64G")),
+    }
+}
+
+/// `NAME=FILE` of --kernel.
+pub(crate) fn parse_kernel(s: &str) -> Result<(String, PathBuf), String> {
+    let (name, file) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=FILE, e.g. bmq=../shared/kernels/bmq-6.12.bzImage"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("'{s}': the row needs a name before '='"));
+    }
+    Ok((name.to_string(), PathBuf::from(file.trim())))
+}
+
+/// The name a kernel file gives its row: the file name without .bzImage.
+pub(crate) fn kernel_label(file: &Path) -> String {
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_suffix(".bzImage").unwrap_or(&name).to_string()
+}
+
+/// The guest's command line: `schedlab host` on the same workload with the
+/// same seed, duration and parameters, printing its report as JSON.
+fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_vm::GuestJob> {
+    let mut files = Vec::new();
+    let path = Path::new(&common.workload);
+    let workload = if path.is_file() {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "workload".into());
+        let text = std::fs::read(path).with_context(|| format!("cannot read workload file {}", path.display()))?;
+        files.push((name.clone(), text));
+        format!("{}/{name}", schedlab_vm::initramfs::JOB_DIR)
+    } else {
+        common.workload.clone()
+    };
+    let mut args: Vec<String> = vec!["schedlab".into(), "host".into(), workload, "--json".into()];
+    args.extend(["--seed".into(), w.seed.to_string(), "--duration".into(), format!("{}ns", w.duration)]);
+    if let Some(cpus) = common.cpus {
+        args.extend(["--cpus".into(), cpus.to_string()]);
+    }
+    for (k, v) in &common.param {
+        args.extend(["--param".into(), format!("{k}={v}")]);
+    }
+    if host.no_trace {
+        args.push("--no-trace".into());
+    }
+    if host.no_groups {
+        args.push("--no-groups".into());
+    }
+    Ok(schedlab_vm::GuestJob { args, files })
+}
+
+/// Runs `w` (read from `common`) in `kernel` under QEMU and returns its
+/// report, its scheduler named `label`.
+pub(crate) fn run(
+    common: &Common,
+    w: &Workload,
+    kernel: &Path,
+    label: &str,
+    vm: &VmArgs,
+    host: &HostArgs,
+) -> Result<Report> {
+    if !common.set.is_empty() {
+        bail!("--set changes simulated tunables; a real kernel runs with its own (compare the tunables it reports)");
+    }
+    if !common.cost.is_empty() {
+        bail!("--cost sets what the simulator charges; a real kernel pays its own costs");
+    }
+    let t = &w.machine.topology;
+    let topology = [t.llcs, t.cores_per_llc, t.threads_per_core];
+    let run_timeout = vm.timeout.unwrap_or(120_000_000_000 + w.duration.saturating_mul(2));
+    let opts = schedlab_vm::VmOptions {
+        kernel: kernel.to_path_buf(),
+        accel: vm.accel,
+        memory_mib: vm.memory,
+        topology,
+        run_timeout: std::time::Duration::from_nanos(run_timeout),
+    };
+    let job = guest_job(common, w, host)?;
+    // The error keeps its type: an interrupted run exits as the signal says.
+    let out = schedlab_vm::run(&job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;
+    for warning in &out.warnings {
+        eprintln!("schedlab: vm {label}: {warning}");
+    }
+    let messages = out.messages();
+    if out.exit_code != 0 {
+        bail!(
+            "vm {label}: schedlab in the guest failed (exit {}): {}",
+            out.exit_code,
+            if messages.is_empty() { "it printed nothing".to_string() } else { messages.join("; ") }
+        );
+    }
+    for m in &messages {
+        eprintln!("schedlab: vm {label}: guest: {m}");
+    }
+    let mut report: Report = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
+    report.source = "vm".into();
+    report.scheduler = format!("{label} (vm)");
+    let cpus = topology.iter().product::<u32>();
+    if let Some(h) = report.host.as_mut() {
+        h.machine = format!(
+            "QEMU {}, {cpus} vCPUs ({}x{}x{}), {}",
+            out.accel,
+            topology[0],
+            topology[1],
+            topology[2],
+            kernel.display()
+        );
+        h.notes.push(format!("guest booted in {}", format_duration(out.boot.as_nanos() as u64)));
+        if out.accel == schedlab_vm::Accel::Tcg {
+            h.notes.push(
+                "TCG emulates the CPU: the kernel's decisions are real, costs and absolute latencies are not this \
+                 hardware's (compare latencies as an order, not a value)"
+                    .into(),
+            );
+            let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if cpus as usize > host_cpus {
+                h.notes.push(format!(
+                    "{cpus} vCPUs on {host_cpus} host CPUs: vCPUs share host CPUs, so a vCPU can lose time (and ticks) \
+                     to another"
+                ));
+            }
+        }
+    }
+    Ok(report)
+}

@@ -1,0 +1,231 @@
+//! `schedlab vm` for real: a guest kernel of ../shared/kernels booted under
+//! QEMU (TCG, which works on every machine of this kind), a figure checked
+//! from inside it, and nothing left behind after SIGTERM or SIGKILL.
+//!
+//! Needs qemu-system-x86_64 and the shared kernels. Where either is
+//! missing the tests say so and skip, except under CI (CI=true), where
+//! .ci/run installs QEMU and a skip would hide a broken runner: there they
+//! fail. A test whose figure depends on a free host CPU measures the host
+//! first and skips with the figure when it is busy.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+// Guests compete for the two host CPUs: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+/// Skips (returns None) with a message, or fails under CI.
+fn required<T>(thing: Option<T>, what: &str) -> Option<T> {
+    if thing.is_none() {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI must run the vm tests, but {what}");
+        }
+        eprintln!("skipping: {what}");
+    }
+    thing
+}
+
+fn kernel(name: &str) -> Option<PathBuf> {
+    let qemu = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).find(|d| d.join("qemu-system-x86_64").is_file()));
+    required(qemu, "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")?;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernels").join(format!("{name}.bzImage"));
+    required(path.is_file().then_some(path), &format!("../shared/kernels/{name}.bzImage is not there"))
+}
+
+/// Host CPUs left idle by everything else, over half a second.
+fn idle_host_cpus() -> f64 {
+    let sample = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap();
+        let v: Vec<u64> = stat.lines().next().unwrap().split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
+        (v[3] + v[4], v.iter().take(8).sum())
+    };
+    let (i0, t0) = sample();
+    std::thread::sleep(Duration::from_millis(500));
+    let (i1, t1) = sample();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    (i1 - i0) as f64 / (t1 - t0).max(1) as f64 * cpus
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "schedlab vm failed:\n{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not a JSON report ({e}):\n{stderr}"))
+}
+
+fn temp_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("schedlab-vm-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Processes (QEMU) whose command line names a temporary directory of run `pid`.
+fn processes_of(pid: u32) -> Vec<String> {
+    let needle = format!("schedlab-vm-{pid}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(&needle) && !c.contains("schedlab-vm-test"))
+        .collect()
+}
+
+/// Starts a long vm run and waits until its guest is up; the caller
+/// signals and waits for it.
+#[allow(clippy::zombie_processes)]
+fn start_long_run(kernel: &Path) -> std::process::Child {
+    let mut child = schedlab()
+        .args(["vm", "thread-test", "--duration", "120s", "--accel", "tcg", "--kernel"])
+        .arg(kernel)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let up = temp_dirs_of(child.id())
+            .iter()
+            .any(|d| std::fs::read_to_string(d.join("console.log")).is_ok_and(|c| c.contains("schedlab-guest: up")));
+        if up {
+            return child;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the guest did not come up in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_with_timeout(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(start.elapsed() < limit, "schedlab did not exit within {limit:?} of the signal");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    // The spinning vCPU needs a host CPU to itself: a vCPU thread that
+    // loses it loses guest ticks, and with them switches.
+    let idle = idle_host_cpus();
+    if idle < 1.5 {
+        eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold");
+        return;
+    }
+    let out = schedlab()
+        .args(["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"])
+        .arg("--kernel")
+        .arg(&k)
+        .output()
+        .unwrap();
+    let r = json(&out);
+    assert_eq!(r["source"], "vm");
+    assert_eq!(r["scheduler"], "eevdf-6.12 (vm)");
+    let host = &r["host"];
+    assert!(host["kernel_release"].as_str().unwrap().starts_with("6.12."), "{host}");
+    assert!(host["machine"].as_str().unwrap().starts_with("QEMU TCG, 2 vCPUs"), "{host}");
+    // guest.config has HZ=250; the guest has no config file, so this is
+    // the runner's measurement of jiffies in the guest.
+    assert_eq!(r["hz"], 250);
+    let tasks = r["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 16);
+    // 16 spinners on CPU 0: EEVDF's 1.4 ms base slice (0.7 ms x 2 for two
+    // CPUs) ends only at a tick, so each tick switches: 250/s, 4 ms runs.
+    let rate = r["totals"]["context_switches_per_sec"].as_f64().unwrap();
+    assert!((225.0..=275.0).contains(&rate), "{rate:.0} switches/s, expected 250 +- 10%");
+    let p50 = r["runtime_per_switch"]["p50"].as_u64().unwrap();
+    assert!((3_600_000..=4_400_000).contains(&p50), "run per switch p50 {p50} ns, expected one 4 ms tick");
+    for t in tasks {
+        let share = t["cpu_share_pct"].as_f64().unwrap();
+        assert!((share - 6.25).abs() < 1.5, "{} got {share:.2}% of CPU 0, expected 1/16", t["name"]);
+    }
+}
+
+#[test]
+fn sigterm_stops_the_guest_and_removes_its_files() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    let mut child = start_long_run(&k);
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(20));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "exit as killed by SIGTERM:\n{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert!(temp_dirs_of(pid).is_empty(), "temporary files left: {:?}", temp_dirs_of(pid));
+    assert!(processes_of(pid).is_empty(), "QEMU left running: {:?}", processes_of(pid));
+}
+
+#[test]
+fn sigkill_takes_qemu_along_and_the_next_run_removes_the_files() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    let mut child = start_long_run(&k);
+    let pid = child.id();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // PR_SET_PDEATHSIG: QEMU dies with its parent.
+    let start = Instant::now();
+    while !processes_of(pid).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "QEMU outlived SIGKILL: {:?}", processes_of(pid));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = temp_dirs_of(pid);
+    assert_eq!(left.len(), 1, "a SIGKILLed run cannot remove its directory");
+    let out = schedlab()
+        .args(["vm", "thread-test", "--duration", "100ms", "--accel", "tcg", "--kernel"])
+        .arg(&k)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("left by schedlab vm run {pid}, which was killed")), "{stderr}");
+    assert!(!left[0].exists(), "{} still there", left[0].display());
+}
+
+#[test]
+fn bad_kernels_and_simulator_flags_get_one_clear_error() {
+    let not_a_kernel = std::env::temp_dir().join(format!("schedlab-vm-test-{}.bin", std::process::id()));
+    std::fs::write(&not_a_kernel, vec![0u8; 4096]).unwrap();
+    let cases: [(Vec<&str>, &str); 4] = [
+        (vec!["--kernel", not_a_kernel.to_str().unwrap()], "is not an x86 bzImage"),
+        (vec!["--kernel", "/nonexistent/bzImage"], "cannot open the kernel /nonexistent/bzImage"),
+        (vec!["--kernel", not_a_kernel.to_str().unwrap(), "--set", "base_slice_ns=3000000"], "runs with its own"),
+        (vec!["--kernel", not_a_kernel.to_str().unwrap(), "--memory", "1T"], "in M or G"),
+    ];
+    for (args, needle) in cases {
+        let out = schedlab().args(["vm", "thread-test", "--duration", "1s"]).args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(needle), "{args:?}: stderr lacks '{needle}':\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Without QEMU on PATH the error names the package.
+    let out = schedlab()
+        .args(["vm", "thread-test", "--kernel", not_a_kernel.to_str().unwrap()])
+        .env("PATH", "")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("apt-get install qemu-system-x86"));
+    let _ = std::fs::remove_file(&not_a_kernel);
+}

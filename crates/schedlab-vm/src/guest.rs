@@ -1,0 +1,89 @@
+//! Inside the guest: schedlab is the kernel's init (PID 1 of an initramfs).
+//! It mounts what the host runner reads (proc, sysfs, devtmpfs, tracefs,
+//! debugfs, the cgroup v1 cpu controller), says it is up on the console,
+//! runs its job with stdout on the second serial port, writes the exit
+//! code after the output, waits until the port has sent everything, and
+//! powers the machine off, which ends QEMU.
+
+use crate::initramfs::ARGS_FILE;
+use std::ffi::CString;
+use std::io::Write;
+
+/// Printed on the console once init runs: under KVM this is how a guest
+/// that hangs during boot is told from a slow one.
+pub const UP_MARKER: &str = "schedlab-guest: up";
+/// Follows the job's output on the result port, with the exit code.
+pub const EXIT_MARKER: &str = "SCHEDLAB-EXIT";
+/// The second serial port: the job's stdout, kept apart from the
+/// kernel's messages on the console (ttyS0).
+const RESULT_PORT: &str = "/dev/ttyS1";
+
+/// Whether this process is the init of a schedlab guest.
+pub fn is_init() -> bool {
+    std::process::id() == 1 && std::path::Path::new(ARGS_FILE).exists()
+}
+
+fn mount(fstype: &str, target: &str, options: &str) -> Result<(), String> {
+    let _ = std::fs::create_dir_all(target);
+    let c = |s: &str| CString::new(s).expect("no NUL in mount arguments");
+    let (source, fs, dir, opts) = (c(fstype), c(fstype), c(target), c(options));
+    let data = if options.is_empty() { std::ptr::null() } else { opts.as_ptr().cast() };
+    // SAFETY: every pointer is a valid C string (or null data) for the call.
+    let rc = unsafe { libc::mount(source.as_ptr(), dir.as_ptr(), fs.as_ptr(), 0, data) };
+    if rc == 0 { Ok(()) } else { Err(format!("mount -t {fstype} {target}: {}", std::io::Error::last_os_error())) }
+}
+
+/// Sets the guest up and returns the job's command line (program name
+/// first). Mounts the host runner can do without are reported on the
+/// console and skipped: the runner then says in its report what it lacked.
+pub fn start() -> Result<Vec<String>, String> {
+    mount("proc", "/proc", "")?;
+    mount("sysfs", "/sys", "")?;
+    mount("devtmpfs", "/dev", "")?;
+    mount("tmpfs", "/tmp", "")?;
+    for (fstype, target, options) in [
+        ("tracefs", "/sys/kernel/tracing", ""),
+        ("debugfs", "/sys/kernel/debug", ""),
+        // A tmpfs to hold the controller's mount point, as distributions do.
+        ("tmpfs", "/sys/fs/cgroup", "mode=755"),
+        ("cgroup", "/sys/fs/cgroup/cpu", "cpu"),
+    ] {
+        if let Err(e) = mount(fstype, target, options) {
+            eprintln!("schedlab: guest: {e}");
+        }
+    }
+    eprintln!("{UP_MARKER}");
+    let port = std::fs::OpenOptions::new()
+        .write(true)
+        .open(RESULT_PORT)
+        .map_err(|e| format!("cannot open the result port {RESULT_PORT}: {e}"))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: both descriptors are open; stdout now writes to the port.
+    if unsafe { libc::dup2(port.as_raw_fd(), 1) } < 0 {
+        return Err(format!("dup2 onto stdout: {}", std::io::Error::last_os_error()));
+    }
+    let text = std::fs::read(ARGS_FILE).map_err(|e| format!("cannot read {ARGS_FILE}: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("{ARGS_FILE}: {e}"))
+}
+
+/// Ends the guest with the job's exit code: written after its output,
+/// drained out of the port, then power off (QEMU runs with -no-reboot, so
+/// a reboot ends it too).
+pub fn finish(code: i32) -> ! {
+    let mut out = std::io::stdout().lock();
+    let _ = write!(out, "\n{EXIT_MARKER} {code}\n");
+    let _ = out.flush();
+    // SAFETY: plain system calls on fd 1 and the whole machine, which is
+    // ours: this is the guest's init.
+    unsafe {
+        libc::tcdrain(1);
+        libc::sync();
+        libc::reboot(libc::RB_POWER_OFF);
+        libc::reboot(libc::RB_AUTOBOOT);
+    }
+    // Init must not return: the kernel would panic (and, with panic=-1,
+    // reboot, which also ends QEMU).
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,383 @@
+//! The vm runner: a scheduler's real kernel booted under QEMU with a
+//! generated initramfs whose init is this very schedlab binary; it runs a
+//! schedlab command in the guest (the host runner, `schedlab host ... --json`)
+//! and the command's output comes back to the caller.
+//!
+//! Why a direct QEMU call rather than a launcher such as virtme-ng: the
+//! guest needs no shell, no module tree and no shared host file system,
+//! only one binary and its libraries in a cpio archive, two serial ports
+//! (console, result) and a power-off at the end. That is a dozen QEMU
+//! arguments, with nothing to install beyond Debian's `qemu-system-x86`.
+//!
+//! Accelerators: KVM where it works, TCG otherwise. On some machines
+//! /dev/kvm exists but a guest hangs right after decompression; `Auto`
+//! gives KVM a few seconds to print the guest's "up" marker and falls back
+//! to TCG once. Under TCG the kernel's decisions are real and the CPU is
+//! emulated: costs and absolute latencies are not this hardware's.
+//!
+//! Nothing is left behind: QEMU runs in its own process group with
+//! PR_SET_PDEATHSIG (it dies with schedlab, even on SIGKILL), is killed on
+//! Ctrl-C, SIGTERM, SIGHUP, a timeout or an error, and the temporary
+//! directory (`schedlab-vm-PID-*` under $TMPDIR) goes with it; one left by a
+//! run that was SIGKILLed is removed by the next run.
+
+pub mod guest;
+pub mod initramfs;
+
+use schedlab_host::signals;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    /// KVM when it brings a guest up, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+impl std::str::FromStr for Accel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Accel, String> {
+        match s {
+            "auto" => Ok(Accel::Auto),
+            "kvm" => Ok(Accel::Kvm),
+            "tcg" => Ok(Accel::Tcg),
+            _ => Err(format!("unknown accelerator '{s}': use auto, kvm or tcg")),
+        }
+    }
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Accel::Auto => "auto",
+            Accel::Kvm => "KVM",
+            Accel::Tcg => "TCG",
+        })
+    }
+}
+
+/// How long KVM gets to bring the guest to its init before `Auto` falls
+/// back to TCG: a KVM boot of these kernels takes well under a second.
+const KVM_BOOT_TIMEOUT: Duration = Duration::from_secs(8);
+/// How long TCG gets for the same (about 2 s on a quiet 2-core machine).
+const TCG_BOOT_TIMEOUT: Duration = Duration::from_secs(90);
+const POLL: Duration = Duration::from_millis(20);
+
+pub struct VmOptions {
+    /// The kernel image (an x86 bzImage).
+    pub kernel: PathBuf,
+    pub accel: Accel,
+    pub memory_mib: u64,
+    /// Guest CPUs as LLCs x cores per LLC x threads per core; QEMU's
+    /// sockets, each with its own last-level cache.
+    pub topology: [u32; 3],
+    /// How long the job may take once the guest is up.
+    pub run_timeout: Duration,
+}
+
+/// What to run in the guest.
+pub struct GuestJob {
+    /// schedlab's command line in the guest, program name first.
+    pub args: Vec<String>,
+    /// Files the command line names, placed in /job/ by name.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+pub struct VmRun {
+    /// What the guest's command printed on stdout.
+    pub stdout: String,
+    pub exit_code: i32,
+    /// The accelerator the guest ran under (never Auto).
+    pub accel: Accel,
+    /// The guest's console: kernel messages and the command's stderr.
+    pub console: String,
+    /// Things the user should know: a fallback to TCG, leftovers removed.
+    pub warnings: Vec<String>,
+    /// From QEMU's start to the guest's init.
+    pub boot: Duration,
+}
+
+impl VmRun {
+    /// Lines the guest's schedlab wrote to stderr ("schedlab: ...").
+    pub fn messages(&self) -> Vec<&str> {
+        self.console.lines().filter_map(|l| l.trim_end().strip_prefix("schedlab: ")).collect()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error("qemu-system-x86_64 is not installed: install Debian's qemu-system-x86 (apt-get install qemu-system-x86)")]
+    NoQemu,
+    #[error("{0}")]
+    Setup(String),
+    #[error("interrupted by {}: the guest was stopped and its files removed", signals::name(*.0))]
+    Interrupted(libc::c_int),
+    #[error("the guest did not reach its init within {} s under {accel}{}", timeout.as_secs(), console_tail(console))]
+    BootTimeout { accel: Accel, timeout: Duration, console: String },
+    #[error(
+        "the guest did not finish within {} s of booting: it was killed (give more time with --timeout){}",
+        timeout.as_secs(), console_tail(console)
+    )]
+    RunTimeout { timeout: Duration, console: String },
+    #[error("the guest stopped without a result (a crash or a kernel panic?){}", console_tail(console))]
+    NoResult { console: String },
+}
+
+fn console_tail(console: &str) -> String {
+    let lines: Vec<&str> = console.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return "; the console printed nothing".into();
+    }
+    let tail = &lines[lines.len().saturating_sub(12)..];
+    format!("; last console lines:\n  {}", tail.join("\n  "))
+}
+
+fn find_qemu() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join("qemu-system-x86_64")).find(|p| p.is_file())
+}
+
+/// Refuses what is not an x86 bzImage before QEMU gives a less clear error.
+fn check_kernel(kernel: &Path) -> Result<(), VmError> {
+    let mut header = [0u8; 0x206];
+    let mut f = std::fs::File::open(kernel)
+        .map_err(|e| VmError::Setup(format!("cannot open the kernel {}: {e}", kernel.display())))?;
+    if f.read_exact(&mut header).is_err() || &header[0x202..0x206] != b"HdrS" {
+        return Err(VmError::Setup(format!(
+            "{} is not an x86 bzImage (no 'HdrS' boot header): give a kernel built as arch/x86/boot/bzImage",
+            kernel.display()
+        )));
+    }
+    Ok(())
+}
+
+const TEMP_PREFIX: &str = "schedlab-vm-";
+
+/// Removes the temporary directories of runs whose process is gone (one
+/// that was SIGKILLed cannot clean up after itself), and says so.
+fn remove_stale(warnings: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(TEMP_PREFIX).and_then(|r| r.split('-').next()?.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid != std::process::id() && !signals::process_alive(pid) && std::fs::remove_dir_all(e.path()).is_ok() {
+            warnings.push(format!("removed {}, left by schedlab vm run {pid}, which was killed", e.path().display()));
+        }
+    }
+}
+
+/// A running QEMU, killed when dropped.
+struct Qemu {
+    child: Child,
+}
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Why a boot or run phase ended.
+enum Ended {
+    Exited,
+    Marker,
+    TimedOut,
+}
+
+fn read_lossy(path: &Path) -> String {
+    std::fs::read(path).map(|b| String::from_utf8_lossy(&b).replace('\r', "")).unwrap_or_default()
+}
+
+struct Launch<'a> {
+    qemu: &'a Path,
+    opts: &'a VmOptions,
+    dir: &'a Path,
+    initrd: &'a Path,
+}
+
+impl Launch<'_> {
+    fn console(&self) -> PathBuf {
+        self.dir.join("console.log")
+    }
+    fn result(&self) -> PathBuf {
+        self.dir.join("result.out")
+    }
+
+    fn spawn(&self, accel: Accel) -> Result<Qemu, VmError> {
+        let [llcs, cores, threads] = self.opts.topology;
+        let cpus = llcs * cores * threads;
+        let mut cmd = Command::new(self.qemu);
+        cmd.args(["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]);
+        match accel {
+            Accel::Kvm => cmd.args(["-accel", "kvm", "-cpu", "host"]),
+            // topoext lets the emulated CPU report SMT siblings.
+            _ => cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max,+topoext"]),
+        };
+        cmd.arg("-smp").arg(format!("{cpus},sockets={llcs},cores={cores},threads={threads}"));
+        cmd.arg("-m").arg(format!("{}M", self.opts.memory_mib));
+        cmd.arg("-kernel").arg(&self.opts.kernel);
+        cmd.arg("-initrd").arg(self.initrd);
+        cmd.args(["-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init"]);
+        cmd.arg("-serial").arg(format!("file:{}", self.console().display()));
+        cmd.arg("-serial").arg(format!("file:{}", self.result().display()));
+        let stderr = std::fs::File::create(self.dir.join("qemu.err"))
+            .map_err(|e| VmError::Setup(format!("cannot create a file in {}: {e}", self.dir.display())))?;
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                // Its own process group, so a terminal's Ctrl-C reaches
+                // schedlab, which stops the guest; and it dies with
+                // schedlab, even when that is SIGKILLed.
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| VmError::Setup(format!("cannot start {}: {e}", self.qemu.display())))?;
+        Ok(Qemu { child })
+    }
+
+    /// Waits until QEMU exits, `marker` shows on the console (if given), or
+    /// `timeout` passes; a stop signal ends the wait with an error.
+    fn wait(&self, q: &mut Qemu, marker: Option<&str>, timeout: Duration) -> Result<Ended, VmError> {
+        let start = Instant::now();
+        loop {
+            if let Some(sig) = signals::received() {
+                return Err(VmError::Interrupted(sig));
+            }
+            if q.child.try_wait().map_err(|e| VmError::Setup(format!("waiting for QEMU: {e}")))?.is_some() {
+                return Ok(Ended::Exited);
+            }
+            if marker.is_some_and(|m| read_lossy(&self.console()).contains(m)) {
+                return Ok(Ended::Marker);
+            }
+            if start.elapsed() >= timeout {
+                return Ok(Ended::TimedOut);
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn qemu_stderr(&self) -> String {
+        read_lossy(&self.dir.join("qemu.err")).trim().to_string()
+    }
+
+    /// Boots under `accel` until the guest's init is up.
+    fn boot(&self, accel: Accel) -> Result<(Qemu, Duration), VmError> {
+        let _ = std::fs::remove_file(self.console());
+        let timeout = if accel == Accel::Kvm { KVM_BOOT_TIMEOUT } else { TCG_BOOT_TIMEOUT };
+        let start = Instant::now();
+        let mut q = self.spawn(accel)?;
+        match self.wait(&mut q, Some(guest::UP_MARKER), timeout)? {
+            Ended::Marker => Ok((q, start.elapsed())),
+            Ended::TimedOut => Err(VmError::BootTimeout { accel, timeout, console: read_lossy(&self.console()) }),
+            Ended::Exited => {
+                let err = self.qemu_stderr();
+                Err(VmError::Setup(format!(
+                    "QEMU ({accel}) stopped before the guest came up{}{}",
+                    if err.is_empty() { String::new() } else { format!(": {err}") },
+                    console_tail(&read_lossy(&self.console()))
+                )))
+            }
+        }
+    }
+}
+
+fn kvm_usable() -> bool {
+    std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm").is_ok()
+}
+
+fn host_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Boots `opts.kernel`, runs `job` in it and returns what it printed.
+pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
+    let signals = signals::StopSignals::install();
+    let qemu = find_qemu().ok_or(VmError::NoQemu)?;
+    check_kernel(&opts.kernel)?;
+    let cpus: u64 = opts.topology.iter().map(|&n| n as u64).product();
+    if cpus == 0 {
+        return Err(VmError::Setup("the guest needs at least one CPU".into()));
+    }
+    if opts.accel == Accel::Kvm && cpus as usize > host_cpus() {
+        return Err(VmError::Setup(format!(
+            "{cpus} vCPUs under KVM on {} host CPUs would measure the host's time-sharing of vCPUs, not the guest's \
+             scheduler: use --cpus {} or fewer, or --accel tcg",
+            host_cpus(),
+            host_cpus()
+        )));
+    }
+    if opts.accel == Accel::Kvm && !kvm_usable() {
+        return Err(VmError::Setup("/dev/kvm cannot be opened for reading and writing: use --accel tcg".into()));
+    }
+    let mut warnings = Vec::new();
+    remove_stale(&mut warnings);
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempdir()
+        .map_err(|e| VmError::Setup(format!("cannot create a temporary directory: {e}")))?;
+    let initrd = dir.path().join("initrd.cpio");
+    let exe = std::env::current_exe().map_err(|e| VmError::Setup(format!("cannot find schedlab's own binary: {e}")))?;
+    initramfs::write(&initrd, &exe, &job.args, &job.files).map_err(VmError::Setup)?;
+    let launch = Launch { qemu: &qemu, opts, dir: dir.path(), initrd: &initrd };
+
+    let (mut q, boot, accel) = match opts.accel {
+        Accel::Tcg => {
+            let (q, boot) = launch.boot(Accel::Tcg)?;
+            (q, boot, Accel::Tcg)
+        }
+        Accel::Kvm => {
+            let (q, boot) = launch.boot(Accel::Kvm)?;
+            (q, boot, Accel::Kvm)
+        }
+        Accel::Auto => {
+            let kvm = if !kvm_usable() {
+                Err("/dev/kvm cannot be opened".to_string())
+            } else if cpus as usize > host_cpus() {
+                Err(format!("{cpus} vCPUs are more than the {} host CPUs", host_cpus()))
+            } else {
+                match launch.boot(Accel::Kvm) {
+                    Ok(up) => Ok(up),
+                    Err(e @ VmError::Interrupted(_)) => return Err(e),
+                    Err(VmError::BootTimeout { timeout, .. }) => {
+                        Err(format!("KVM did not bring the guest up within {} s", timeout.as_secs()))
+                    }
+                    Err(e) => Err(format!("KVM failed: {}", e.to_string().lines().next().unwrap_or_default())),
+                }
+            };
+            match kvm {
+                Ok((q, boot)) => (q, boot, Accel::Kvm),
+                Err(why) => {
+                    warnings.push(format!(
+                        "{why}; using TCG: the kernel's decisions are real, costs and latencies are emulated"
+                    ));
+                    let (q, boot) = launch.boot(Accel::Tcg)?;
+                    (q, boot, Accel::Tcg)
+                }
+            }
+        }
+    };
+    match launch.wait(&mut q, None, opts.run_timeout)? {
+        Ended::Exited => {}
+        Ended::TimedOut | Ended::Marker => {
+            return Err(VmError::RunTimeout { timeout: opts.run_timeout, console: read_lossy(&launch.console()) });
+        }
+    }
+    drop(q);
+    drop(signals);
+    let console = read_lossy(&launch.console());
+    let result = read_lossy(&launch.result());
+    let marker = result.rfind(guest::EXIT_MARKER).ok_or_else(|| VmError::NoResult { console: console.clone() })?;
+    let exit_code = result[marker + guest::EXIT_MARKER.len()..].trim().parse().unwrap_or(-1);
+    Ok(VmRun { stdout: result[..marker].trim().to_string(), exit_code, accel, console, warnings, boot })
+}
