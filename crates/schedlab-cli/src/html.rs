@@ -116,14 +116,18 @@ pub fn page(title: &str, subtitle: &str, reports: &[Report], timelines: &[Option
         if let Some(h) = &r.host {
             let _ = write!(
                 out,
-                "<p class=\"note\">{}: kernel {}, HZ={}, preemption {}; tracing: {}; groups: {}</p>",
+                "<p class=\"note\">{}: kernel {} on {}, HZ={}, preemption {}; tracing: {}; groups: {}</p>",
                 svg::esc(&r.scheduler),
                 svg::esc(&h.kernel_release),
+                svg::esc(&h.machine),
                 h.hz.map_or("unknown".into(), |v| v.to_string()),
                 svg::esc(h.preempt.as_deref().unwrap_or("unknown")),
                 svg::esc(&h.tracing),
                 svg::esc(&h.cgroups)
             );
+            for n in &h.notes {
+                let _ = write!(out, "<p class=\"note\">{}: {}</p>", svg::esc(&r.scheduler), svg::esc(n));
+            }
         }
         for a in &r.absent {
             let _ = write!(out, "<p class=\"note\">{}: not measured: {}</p>", svg::esc(&r.scheduler), svg::esc(a));
