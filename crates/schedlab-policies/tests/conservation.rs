@@ -83,3 +83,29 @@ program = [ { run = "uniform(1ms,5ms)" }, { exit = true } ]
         assert!(m > 5 * NSEC_PER_MSEC && m < 100 * NSEC_PER_MSEC, "{}: makespan {m}", p.name);
     }
 }
+
+#[test]
+fn a_fork_loop_ends_at_the_task_limit_with_an_error() {
+    // Children that never exit: without a bound the run grows until memory
+    // runs out.
+    let w = workload(
+        r#"
+duration = "10s"
+[machine]
+cpus = 2
+[[task]]
+name = "forker"
+program = [ { loop = "forever", body = [ { fork = "child" }, { run = "10us" } ] } ]
+[[task]]
+name = "child"
+template = true
+program = [ { loop = "forever", body = [ { sleep = "1s" } ] } ]
+"#,
+    );
+    for p in POLICIES {
+        let policy = schedlab_policies::build(p.name, &w).unwrap();
+        let opts = schedlab_sim::EngineOptions { task_limit: 500, ..Default::default() };
+        let err = schedlab_sim::Engine::new(&w, policy, opts).run().unwrap_err().to_string();
+        assert!(err.contains("task 'forker' forked the 500th task"), "{}: {err}", p.name);
+    }
+}

@@ -19,6 +19,11 @@ use std::collections::VecDeque;
 pub enum SimError {
     #[error("task '{task}' ran {limit} program steps without letting time pass: give its loops a run, sleep or wait")]
     Runaway { task: String, limit: u64 },
+    #[error(
+        "task '{task}' forked the {limit}th task of the run: schedlab simulates at most {limit} tasks; make its fork \
+         loop finite, or let children exit"
+    )]
+    TooManyTasks { task: String, limit: u64 },
     #[error("{0}")]
     Invariant(String),
 }
@@ -143,11 +148,15 @@ pub struct EngineOptions {
     pub check_invariants: bool,
     /// Program steps a task may take without time passing.
     pub runaway_limit: u64,
+    /// Tasks a run may create in all, forks included: each costs memory
+    /// for the rest of the run, and a fork loop would otherwise grow it
+    /// without bound.
+    pub task_limit: u64,
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { check_invariants: false, runaway_limit: 1_000_000 }
+        EngineOptions { check_invariants: false, runaway_limit: 1_000_000, task_limit: 2_000_000 }
     }
 }
 
@@ -639,6 +648,11 @@ impl<'w> Engine<'w> {
                     return;
                 }
                 Op::Fork(spec_id) => {
+                    if self.sys.tasks.len() as u64 >= self.opts.task_limit {
+                        self.error =
+                            Some(SimError::TooManyTasks { task: spec.name.clone(), limit: self.opts.task_limit });
+                        return;
+                    }
                     let child = self.create_task(*spec_id, Some(t));
                     self.wake(child, Some(t), true);
                 }

@@ -136,7 +136,9 @@ fn parse_ts(text: &str) -> Result<Nanos, String> {
         return Err(format!("timestamp '{text}' is not SECONDS.FRACTION"));
     }
     let frac_ns: u64 = num::<u64>(frac, "timestamp")? * 10u64.pow(9 - frac.len() as u32);
-    Ok(secs * 1_000_000_000 + frac_ns)
+    secs.checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(frac_ns))
+        .ok_or_else(|| format!("timestamp '{text}' is beyond 584 years of nanoseconds"))
 }
 
 /// Parses a whole trace; an error names the line.
@@ -175,6 +177,8 @@ mod tests {
         assert!(matches!(parse_line(wk).unwrap().unwrap().kind, SchedEventKind::Wakeup { pid: 45, target_cpu: 1, .. }));
         let mg = "  x-1 [000] d..2. 1.5: sched_migrate_task: comm=spin pid=7 prio=120 orig_cpu=0 dest_cpu=1";
         assert!(matches!(parse_line(mg).unwrap().unwrap().kind, SchedEventKind::Migrate { pid: 7, dest_cpu: 1, .. }));
+        let far = "  x-1 [000] d..2. 99999999999999.5: sched_migrate_task: comm=a pid=7 prio=1 orig_cpu=0 dest_cpu=1";
+        assert!(parse_line(far).unwrap_err().contains("beyond"));
         assert_eq!(parse_line("# tracer: nop").unwrap(), None);
         assert_eq!(parse_line("  x-1 [000] d..2. 1.5: irq_handler_entry: irq=1").unwrap(), None);
     }

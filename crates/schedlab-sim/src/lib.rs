@@ -18,6 +18,7 @@ pub mod workload;
 
 pub use engine::{Engine, EngineOptions, Observer, SimError, TraceEvent};
 pub use policy::{CpuInfo, Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, Tunable, WakeKind};
+pub use queue::MAX_TIME;
 pub use report::Report;
 pub use time::Nanos;
 pub use topology::{CpuId, CpuSet, Topology};

@@ -17,10 +17,12 @@ use crate::ftrace::{self, SchedEvent, SchedEventKind};
 use crate::time::Nanos;
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Channel, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, index_or_push,
-    name_from_origin,
+    Channel, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, name_from_origin,
 };
 use std::collections::BTreeMap;
+
+/// The largest machine a replay builds: the simulator's own limit.
+const MAX_REPLAY_CPUS: u32 = 4096;
 
 /// What the trace itself says each task got, to set beside a replay.
 #[derive(Clone, Debug, PartialEq)]
@@ -139,10 +141,21 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     let end = events.last().expect("not empty").0.ts;
     let has_waking = events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Waking { .. }));
     let max_cpu = events.iter().map(|(e, _)| e.cpu).max().unwrap_or(0);
+    // Checked before the per-CPU tables below are sized by it.
+    if max_cpu >= MAX_REPLAY_CPUS {
+        let line = events.iter().find(|(e, _)| e.cpu == max_cpu).map_or(0, |(e, _)| e.ts);
+        return Err(err(
+            0,
+            format!(
+                "the trace names CPU {max_cpu} (at {}): schedlab replays machines of up to {MAX_REPLAY_CPUS} CPUs",
+                crate::time::format_duration(line)
+            ),
+        ));
+    }
 
     let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
-    let mut channels: Vec<(u32, u32)> = Vec::new();
-    let mut chan = |from: u32, to: u32| index_or_push(&mut channels, |&c| c == (from, to), || (from, to));
+    let mut channels: Named<(u32, u32), (u32, u32)> = Named::default();
+    let mut chan = |from: u32, to: u32| channels.id((from, to), || (from, to));
     // When each CPU last switched: a task switched out that was never seen
     // switched in (6.18 does not always trace the switch out of idle) ran
     // from then, or from its wakeup if that came later.
@@ -287,6 +300,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         });
     }
     let channels = channels
+        .items
         .iter()
         .map(|(from, to)| Channel {
             name: format!("{}->{}", specs[index_of[from]].name, specs[index_of[to]].name),

@@ -12,9 +12,15 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// A latency or duration histogram: HDR (2 significant digits) for
 /// percentiles, and exact power-of-two buckets as bpftrace's hist() prints.
+///
+/// An HDR histogram over 1 ns .. 2^40 ns is about 36 KiB, and a report keeps
+/// two per task entry: a replayed trace of 26,000 pids, each its own entry,
+/// took gigabytes across ten schedulers. So the first SMALL values are kept
+/// as they are and poured into an HDR histogram only past that; percentiles
+/// are computed through the same HDR either way, so reports do not change.
 #[derive(Clone, Debug)]
 pub struct Hist {
-    hdr: Histogram<u64>,
+    store: Store,
     log2: [u64; 64],
     sum: u128,
     /// Exact extremes: HDR reports them only to its precision.
@@ -22,22 +28,73 @@ pub struct Hist {
     max: u64,
 }
 
+#[derive(Clone, Debug)]
+enum Store {
+    Small(Vec<u64>),
+    Hdr(Box<Histogram<u64>>),
+}
+
+/// Values kept as they are before a histogram is made.
+const SMALL: usize = 256;
+
+fn new_hdr() -> Box<Histogram<u64>> {
+    // 1 ns to about 18 minutes, 2 significant digits.
+    Box::new(Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid HDR bounds"))
+}
+
+impl Store {
+    fn hdr_of(values: &[u64]) -> Box<Histogram<u64>> {
+        let mut h = new_hdr();
+        for &v in values {
+            h.saturating_record(v);
+        }
+        h
+    }
+
+    fn record(&mut self, value: u64) {
+        match self {
+            Store::Small(values) if values.len() < SMALL => values.push(value),
+            Store::Small(values) => {
+                let mut h = Store::hdr_of(values);
+                h.saturating_record(value);
+                *self = Store::Hdr(h);
+            }
+            Store::Hdr(h) => h.saturating_record(value),
+        }
+    }
+
+    fn add(&mut self, other: &Store) {
+        match other {
+            Store::Small(values) => values.iter().for_each(|&v| self.record(v)),
+            Store::Hdr(theirs) => {
+                if let Store::Small(values) = self {
+                    *self = Store::Hdr(Store::hdr_of(values));
+                }
+                if let Store::Hdr(mine) = self {
+                    // Same precision and bounds: adding cannot fail.
+                    let _ = mine.add(&**theirs);
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Store::Small(values) => values.len() as u64,
+            Store::Hdr(h) => h.len(),
+        }
+    }
+}
+
 impl Default for Hist {
     fn default() -> Hist {
-        Hist {
-            // 1 ns to about 18 minutes, 2 significant digits.
-            hdr: Histogram::new_with_bounds(1, 1 << 40, 2).expect("valid HDR bounds"),
-            log2: [0; 64],
-            sum: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        Hist { store: Store::Small(Vec::new()), log2: [0; 64], sum: 0, min: u64::MAX, max: 0 }
     }
 }
 
 impl Hist {
     pub fn record(&mut self, value: u64) {
-        self.hdr.saturating_record(value);
+        self.store.record(value);
         self.log2[log2_bucket(value)] += 1;
         self.sum += value as u128;
         self.min = self.min.min(value);
@@ -45,12 +102,11 @@ impl Hist {
     }
 
     pub fn count(&self) -> u64 {
-        self.hdr.len()
+        self.store.len()
     }
 
     pub fn merge(&mut self, other: &Hist) {
-        // Same precision and auto-resize: adding cannot fail.
-        let _ = self.hdr.add(&other.hdr);
+        self.store.add(&other.store);
         for (a, b) in self.log2.iter_mut().zip(other.log2.iter()) {
             *a += b;
         }
@@ -60,7 +116,7 @@ impl Hist {
     }
 
     pub fn summary(&self) -> HistSummary {
-        let n = self.hdr.len();
+        let n = self.count();
         let buckets = self
             .log2
             .iter()
@@ -76,7 +132,15 @@ impl Hist {
         }
         // hdrhistogram reports a bucket's upper edge, which can pass the
         // exact extremes kept beside it.
-        let q = |p: f64| self.hdr.value_at_quantile(p).clamp(self.min, self.max);
+        let small;
+        let hdr = match &self.store {
+            Store::Hdr(h) => h,
+            Store::Small(values) => {
+                small = Store::hdr_of(values);
+                &small
+            }
+        };
+        let q = |p: f64| hdr.value_at_quantile(p).clamp(self.min, self.max);
         HistSummary {
             count: n,
             min: self.min,
@@ -560,6 +624,43 @@ mod tests {
         assert_eq!(find(1024), Some(1));
         assert_eq!(s.count, 8);
         assert_eq!(s.max, 1024);
+    }
+
+    /// The first values are kept raw and poured into HDR only past SMALL:
+    /// every path (raw, converted, merged from raw or from HDR) must give
+    /// the percentiles one HDR histogram of all the values gives.
+    #[test]
+    fn small_and_hdr_histograms_agree() {
+        let values: Vec<u64> = (0..3000u64).map(|i| (i * 7919) % 5_000_003 + i % 13).collect();
+        let mut reference = Store::hdr_of(&values);
+        reference.saturating_record(0);
+        let mut whole = Hist::default();
+        for &v in &values {
+            whole.record(v);
+        }
+        let mut merged = Hist::default();
+        for chunk in values.chunks(100) {
+            let mut part = Hist::default();
+            chunk.iter().for_each(|&v| part.record(v));
+            merged.merge(&part);
+        }
+        let mut into_small = Hist::default();
+        into_small.record(0);
+        into_small.merge(&whole);
+        whole.record(0);
+        merged.record(0);
+        assert!(matches!(whole.store, Store::Hdr(_)) && matches!(merged.store, Store::Hdr(_)));
+        for h in [&whole, &merged, &into_small] {
+            let s = h.summary();
+            assert_eq!(s.count, values.len() as u64 + 1);
+            for (p, got) in [(0.5, s.p50), (0.9, s.p90), (0.99, s.p99), (0.999, s.p999)] {
+                assert_eq!(got, reference.value_at_quantile(p).clamp(0, s.max), "p{p}");
+            }
+        }
+        let mut few = Hist::default();
+        [5u64, 50, 500].iter().for_each(|&v| few.record(v));
+        assert!(matches!(few.store, Store::Small(ref v) if v.len() == 3), "a few values stay raw");
+        assert_eq!(few.summary().p50, Store::hdr_of(&[5, 50, 500]).value_at_quantile(0.5));
     }
 
     #[test]

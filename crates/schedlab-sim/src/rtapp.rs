@@ -22,8 +22,8 @@ use crate::dist::Dist;
 use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::{
-    Barrier, Channel, GroupId, GroupSpec, Machine, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
-    Workload, WorkloadError, index_or_push, name_from_origin, takes_time,
+    Barrier, Channel, GroupId, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
+    Workload, WorkloadError, name_from_origin, takes_time,
 };
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::collections::BTreeMap;
@@ -161,8 +161,8 @@ struct Conv<'a> {
     default_policy: SchedPolicy,
     names: Vec<String>,
     instances: Vec<u32>,
-    channels: Vec<Channel>,
-    conds: Vec<String>,
+    channels: Named<String, Channel>,
+    conds: Named<String, String>,
     barriers: Vec<Barrier>,
     groups: Vec<GroupSpec>,
     /// (task, timer ref) in the order first used.
@@ -195,7 +195,7 @@ impl Conv<'_> {
     }
 
     fn chan(&mut self, name: &str, initial: u64) -> u32 {
-        index_or_push(&mut self.channels, |c| c.name == name, || Channel { name: name.to_string(), initial })
+        self.channels.id(name.to_string(), || Channel { name: name.to_string(), initial })
     }
 
     fn mutex(&mut self, name: &str) -> u32 {
@@ -203,7 +203,7 @@ impl Conv<'_> {
     }
 
     fn cond(&mut self, name: &str) -> u32 {
-        index_or_push(&mut self.conds, |c| c == name, || name.to_string())
+        self.conds.id(name.to_string(), || name.to_string())
     }
 
     fn policy(&self, obj: &Json, path: &[&str], default: SchedPolicy) -> Result<SchedPolicy, WorkloadError> {
@@ -319,6 +319,8 @@ impl Conv<'_> {
         let mut parent: GroupId = 0;
         let mut full = String::new();
         for part in name.split('/').filter(|s| !s.is_empty()) {
+            crate::workload::check_group_name(part)
+                .map_err(|m| self.err(&p, format!("taskgroup \"{}\": {m}", name.escape_debug())))?;
             full.push('/');
             full.push_str(part);
             parent = match self.groups.iter().position(|g| g.name == full) {
@@ -371,7 +373,8 @@ impl Conv<'_> {
             let here = |m: String| self.err(&p, format!("event \"{key}\": {m}"));
             let usec = |v: &Json| -> Result<Nanos, WorkloadError> {
                 match v {
-                    Json::Int(i) if *i >= 0 => Ok(*i as Nanos * NSEC_PER_USEC),
+                    Json::Int(i) if *i < 0 => Err(here(format!("{i} is negative: give microseconds, 0 or more"))),
+                    Json::Int(i) => scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us"))),
                     other => Err(here(format!("takes a duration in microseconds, not {}", other.kind()))),
                 }
             };
@@ -392,7 +395,9 @@ impl Conv<'_> {
                 "sleep" => out.push(Op::Sleep(Dist::Const(usec(v)?))),
                 "timer" => {
                     let period = match v.get("period") {
-                        Some(Json::Int(i)) if *i > 0 => *i as Nanos * NSEC_PER_USEC,
+                        Some(Json::Int(i)) if *i > 0 => {
+                            scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us")))?
+                        }
                         _ => return Err(here("needs \"period\": microseconds above zero".into())),
                     };
                     let relative = match v.get("mode") {
@@ -521,6 +526,16 @@ impl Conv<'_> {
     }
 }
 
+/// `n` units in nanoseconds, if that is within the simulator's horizon
+/// (rt-app's microseconds and seconds would otherwise wrap in u64).
+fn scaled(n: i64, unit: Nanos) -> Option<Nanos> {
+    u64::try_from(n).ok()?.checked_mul(unit).filter(|&ns| ns <= crate::queue::MAX_TIME)
+}
+
+fn beyond_horizon(n: i64, unit: &str) -> String {
+    format!("{n} {unit} is beyond the simulator's 78-hour horizon")
+}
+
 /// Loop count as rt-app reads it: -1 (or absent, where that is the
 /// default) is forever.
 fn loop_count(obj: &Json, default: i64) -> Result<Option<u64>, String> {
@@ -617,8 +632,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         default_policy: SchedPolicy::Normal,
         names: Vec::new(),
         instances: Vec::new(),
-        channels: Vec::new(),
-        conds: Vec::new(),
+        channels: Named::default(),
+        conds: Named::default(),
         barriers: Vec::new(),
         groups: vec![GroupSpec::root()],
         timers: Vec::new(),
@@ -639,7 +654,12 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         };
         for (k, v) in entries {
             match (k.as_str(), v) {
-                ("duration", Json::Int(d)) if *d > 0 => duration = Some(*d as Nanos * NSEC_PER_SEC),
+                ("duration", Json::Int(d)) if *d > 0 => {
+                    duration = Some(
+                        scaled(*d, NSEC_PER_SEC)
+                            .ok_or_else(|| conv.err(&["global", "duration"], beyond_horizon(*d, "s")))?,
+                    )
+                }
                 ("duration", Json::Int(-1)) => {}
                 ("duration", _) => {
                     return Err(conv.err(&["global", "duration"], "duration is whole seconds above 0, or -1"));
@@ -691,7 +711,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         }
         let delay = match t.get("delay") {
             None => 0,
-            Some(Json::Int(d)) if *d >= 0 => *d as Nanos * NSEC_PER_USEC,
+            Some(Json::Int(d)) if *d >= 0 => scaled(*d, NSEC_PER_USEC)
+                .ok_or_else(|| conv.err(&["tasks", name, "delay"], beyond_horizon(*d, "us")))?,
             Some(_) => return Err(conv.err(&["tasks", name, "delay"], "delay is microseconds, 0 or more")),
         };
         let mut program = Vec::new();
@@ -788,8 +809,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         tunables,
         groups: conv.groups,
         tasks: specs,
-        channels: conv.channels,
-        conds: conv.conds,
+        channels: conv.channels.items,
+        conds: conv.conds.items,
         barriers: conv.barriers,
     })
 }

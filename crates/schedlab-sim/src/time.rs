@@ -1,5 +1,6 @@
 //! Simulated time: integer nanoseconds, and the duration syntax workload
-//! files use ("750us", "3ms", "1.5s", or a bare integer of nanoseconds).
+//! files use ("750us", "3ms", "1.5s", "2min", "1h", or a bare integer of
+//! nanoseconds).
 
 /// Simulated time and durations, in nanoseconds.
 pub type Nanos = u64;
@@ -21,8 +22,10 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         "us" | "µs" => 1e3,
         "ms" => 1e6,
         "s" => 1e9,
+        "min" => 60e9,
+        "h" => 3600e9,
         other => {
-            return Err(format!("unknown time unit '{other}' in '{text}': use ns, us, ms or s"));
+            return Err(format!("unknown time unit '{other}' in '{text}': use ns, us, ms, s, min or h"));
         }
     };
     let value: f64 = num.parse().map_err(|_| format!("'{num}' in '{text}' is not a number"))?;
@@ -31,6 +34,15 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
         return Err(format!("duration '{text}' is out of range"));
     }
     Ok(ns.round() as Nanos)
+}
+
+/// A duration given on the command line: a unit is required, since a bare
+/// `--duration 5` is far more likely meant as seconds than as nanoseconds.
+pub fn parse_duration_flag(text: &str) -> Result<Nanos, String> {
+    if text.trim().ends_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("'{text}' has no unit: write e.g. {}s or {}ms", text.trim(), text.trim()));
+    }
+    parse_duration(text)
 }
 
 /// Formats nanoseconds with the largest unit that keeps it readable.
@@ -57,12 +69,20 @@ mod tests {
         assert_eq!(parse_duration("1.5s").unwrap(), 1_500_000_000);
         assert_eq!(parse_duration("42").unwrap(), 42);
         assert_eq!(parse_duration(" 10 ns ").unwrap(), 10);
+        assert_eq!(parse_duration("2min").unwrap(), 120_000_000_000);
+        assert_eq!(parse_duration("78h").unwrap(), 280_800_000_000_000);
+    }
+
+    #[test]
+    fn command_line_durations_need_a_unit() {
+        assert!(parse_duration_flag("5").unwrap_err().contains("has no unit"));
+        assert_eq!(parse_duration_flag("5s").unwrap(), 5_000_000_000);
     }
 
     #[test]
     fn rejects_bad_units_with_the_fix() {
         let err = parse_duration("3xs").unwrap_err();
-        assert!(err.contains("use ns, us, ms or s"), "{err}");
+        assert!(err.contains("use ns, us, ms, s, min or h"), "{err}");
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("-1ms").is_err());
     }

@@ -199,15 +199,28 @@ program = [ {{ loop = "forever", body = [ {{ run = "exp(100us)" }}, {{ sleep = "
     Workload::from_toml(&text, "bench-scaling.toml", &Overrides::default())
 }
 
-/// The index of the first item `is` accepts, or of `new()` pushed at the
-/// end: how names of channels, conditions and the like become ids.
-pub(crate) fn index_or_push<T>(items: &mut Vec<T>, is: impl Fn(&T) -> bool, new: impl FnOnce() -> T) -> u32 {
-    match items.iter().position(is) {
-        Some(i) => i as u32,
-        None => {
+/// Items named by a key (channels, conditions, waker->wakee pairs),
+/// numbered in first-seen order: how names become ids. A lookup is a hash,
+/// so a file with 100,000 names reads in linear time.
+pub(crate) struct Named<K, T> {
+    pub items: Vec<T>,
+    ids: std::collections::HashMap<K, u32>,
+}
+
+impl<K: std::hash::Hash + Eq, T> Default for Named<K, T> {
+    fn default() -> Self {
+        Named { items: Vec::new(), ids: std::collections::HashMap::new() }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, T> Named<K, T> {
+    /// The id of `key`, with `new()` pushed for a key not seen before.
+    pub fn id(&mut self, key: K, new: impl FnOnce() -> T) -> u32 {
+        let items = &mut self.items;
+        *self.ids.entry(key).or_insert_with(|| {
             items.push(new());
             items.len() as u32 - 1
-        }
+        })
     }
 }
 
@@ -527,6 +540,7 @@ impl Workload {
         for g in &file.group {
             let span = g.span();
             let g = g.get_ref();
+            check_group_name(&g.name).map_err(|m| ctx.err(span.clone(), m))?;
             if groups.iter().any(|x| x.name == g.name) {
                 return Err(ctx.err(span, format!("group '{}' is defined twice", g.name)));
             }
@@ -563,7 +577,7 @@ impl Workload {
                 return Err(ctx.err(t.span(), format!("task '{}' is defined twice", t.get_ref().name)));
             }
         }
-        let mut channels: Vec<String> = Vec::new();
+        let mut channels: Named<String, String> = Named::default();
         let mut tasks = Vec::new();
         let mut count_params = Vec::new();
         for spanned in &file.task {
@@ -668,7 +682,7 @@ impl Workload {
             tunables,
             groups,
             tasks,
-            channels: channels.into_iter().map(|name| Channel { name, initial: 0 }).collect(),
+            channels: channels.items.into_iter().map(|name| Channel { name, initial: 0 }).collect(),
             conds: Vec::new(),
             barriers: Vec::new(),
         })
@@ -696,6 +710,25 @@ impl Workload {
     }
 }
 
+/// A group's name becomes a cgroup directory on the real kernel (as root):
+/// one path component of plain characters, never a path. Nesting is said
+/// with `parent`, not with '/'.
+pub fn check_group_name(name: &str) -> Result<(), String> {
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    if name.is_empty() || name.len() > 64 || name == "." || name == ".." || !name.chars().all(plain) {
+        return Err(format!(
+            "group name '{}' must be 1 to 64 letters, digits, '_', '-' or '.' (not '.' or '..'): it names a cgroup \
+             directory; nest groups with parent = \"NAME\"",
+            name.escape_debug()
+        ));
+    }
+    Ok(())
+}
+
+/// The kernel's largest CFS bandwidth quota, in microseconds: MAX_BW
+/// (2^44 - 1) of kernel/sched/core.c.
+const MAX_CFS_QUOTA_US: u64 = (1 << 44) - 1;
+
 fn parse_cpu_max(text: &str) -> Result<Option<(Nanos, Nanos)>, String> {
     let help = "cpu_max is cgroup v2's \"QUOTA PERIOD\" in microseconds, e.g. \"200000 100000\" for 2 CPUs, or \"max\"";
     let parts: Vec<&str> = text.split_whitespace().collect();
@@ -717,6 +750,9 @@ fn parse_cpu_max(text: &str) -> Result<Option<(Nanos, Nanos)>, String> {
     if quota < 1_000 {
         return Err(format!("quota {quota}us is below the kernel's minimum of 1000"));
     }
+    if quota > MAX_CFS_QUOTA_US {
+        return Err(format!("quota {quota}us is above the kernel's maximum of {MAX_CFS_QUOTA_US} (use \"max\")"));
+    }
     Ok(Some((quota * NSEC_PER_USEC, period * NSEC_PER_USEC)))
 }
 
@@ -724,7 +760,7 @@ fn compile_ops(
     ctx: &Ctx,
     ops: &[Spanned<toml::Table>],
     names: &[&str],
-    channels: &mut Vec<String>,
+    channels: &mut Named<String, String>,
     out: &mut Vec<Op>,
     task: &str,
 ) -> Result<(), WorkloadError> {
@@ -753,7 +789,7 @@ fn compile_ops(
         };
         let mut chan = |v: &toml::Value| -> Result<u32, WorkloadError> {
             let n = name(v)?;
-            Ok(index_or_push(channels, |c| *c == n, || n.clone()))
+            Ok(channels.id(n.clone(), || n))
         };
         match kind {
             "run" => out.push(Op::Run(dist(value)?)),
@@ -871,7 +907,7 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         assert!(e.to_string().contains("nice 30 is outside -20..19"), "{e}");
 
         let e = load("[[task]]\nname = \"a\"\nprogram = [ { run = \"1xs\" } ]\n").unwrap_err();
-        assert!(e.to_string().contains("use ns, us, ms or s"), "{e}");
+        assert!(e.to_string().contains("use ns, us, ms, s, min or h"), "{e}");
 
         let e = load("[[task]]\nname = \"a\"\nprogram = [ { jump = 1 } ]\n").unwrap_err();
         assert!(e.to_string().contains("unknown op 'jump'"), "{e}");
@@ -899,5 +935,25 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         .unwrap();
         assert_eq!(w.nr_cpus(), 16);
         assert_eq!(w.tasks[0].count, 7);
+    }
+
+    #[test]
+    fn group_names_are_one_plain_path_component() {
+        for bad in ["", ".", "..", "a/b", "../x", "/etc", "a b", "x\0", &"g".repeat(65)] {
+            assert!(check_group_name(bad).is_err(), "{bad:?} accepted");
+        }
+        for good in ["web", "user-1", "tg_2.slice"] {
+            check_group_name(good).unwrap();
+        }
+        let err = Workload::from_toml(
+            "[[group]]\nname = \"a/../../x\"\n[[task]]\nname = \"t\"\ngroup = \"a/../../x\"\nprogram = [ { run = \"1ms\" } ]\n",
+            "g.toml",
+            &Overrides::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("g.toml:1: group name 'a/../../x'"), "{err}");
+        let quota = "[[group]]\nname = \"q\"\ncpu_max = \"99999999999999999 100000\"\n[[task]]\nname = \"t\"\ngroup = \"q\"\nprogram = [ { run = \"1ms\" } ]\n";
+        let err = Workload::from_toml(quota, "q.toml", &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("above the kernel's maximum"), "{err}");
     }
 }

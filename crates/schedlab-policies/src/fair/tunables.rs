@@ -140,9 +140,18 @@ impl FairTunables {
         };
         let known = t.list(v).into_iter().map(|x| x.name).collect::<Vec<_>>();
         for (name, &value) in set {
-            let positive = |what: &str| -> Result<u64, String> {
-                if value <= 0 { Err(format!("{name} = {value}: {what} must be above zero")) } else { Ok(value as u64) }
+            // Every one of these is an unsigned int in the kernel (a u32
+            // debugfs file or sysctl): refused above that, not truncated.
+            let in_u32 = |low: i64, what: &str| -> Result<u64, String> {
+                if value < low {
+                    Err(format!("{name} = {value}: {what} must be at least {low}"))
+                } else if value > u32::MAX as i64 {
+                    Err(format!("{name} = {value} is above the kernel's limit of {} (an unsigned int)", u32::MAX))
+                } else {
+                    Ok(value as u64)
+                }
             };
+            let positive = |what: &str| in_u32(1, what);
             match (v, name.as_str()) {
                 (_, "sched_tunable_scaling") => {}
                 (Variant::Cfs, "sched_latency_ns") => t.sched_latency_ns = positive("a latency")?,
@@ -152,7 +161,7 @@ impl FairTunables {
                 }
                 (Variant::Cfs, "sched_child_runs_first") => t.sched_child_runs_first = value != 0,
                 (Variant::Eevdf, "base_slice_ns") => t.base_slice_ns = positive("a slice")?,
-                (_, "migration_cost_ns") => t.migration_cost_ns = value.max(0) as u64,
+                (_, "migration_cost_ns") => t.migration_cost_ns = in_u32(0, "a cost")?,
                 (_, "nr_migrate") => t.nr_migrate = positive("nr_migrate")? as u32,
                 (_, "sched_cfs_bandwidth_slice_us") => t.sched_cfs_bandwidth_slice_us = positive("a slice")?,
                 (_, feature) => {

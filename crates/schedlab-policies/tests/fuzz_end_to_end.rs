@@ -1,0 +1,181 @@
+//! A bounded fuzz campaign from input to report: every built-in scenario,
+//! rt-app example and trace fixture, mutated (cut, spliced, structural
+//! characters and hostile numbers inserted), read and, when it reads,
+//! simulated on schedulers of each family. A case fails on a panic, on a
+//! peak allocation above ALLOCATION_BOUND, or on a hang (no case may take
+//! WATCHDOG of wall time: the watchdog aborts the test binary, naming it).
+//! Errors are fine: bad input is allowed to be refused, not to crash.
+//!
+//! Runs in CI with the rest of the suite (FUZZ_CASES cases per input kind;
+//! `SCHEDLAB_FUZZ_CASES=5000 cargo test -p schedlab-policies --test
+//! fuzz_end_to_end` for a longer campaign).
+
+use proptest::prelude::*;
+use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// Peak heap a case may take: a workload file that reads must not be able
+/// to ask for more than this from a 20 ms simulation.
+const ALLOCATION_BOUND: usize = 512 << 20;
+const WATCHDOG: Duration = Duration::from_secs(60);
+const FUZZ_CASES: u32 = 300;
+
+struct Counting;
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator, only counting.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as the caller promised for this layout.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: as the caller promised.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Wall-clock start of the current case, in ms since the watchdog began
+/// (0: no case running).
+static CASE_STARTED: AtomicU64 = AtomicU64::new(0);
+
+fn start_watchdog() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let origin = std::time::Instant::now();
+        std::thread::spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                let started = CASE_STARTED.load(Ordering::SeqCst);
+                let now = origin.elapsed().as_millis() as u64 + 1;
+                if started != 0 && now - started > WATCHDOG.as_millis() as u64 {
+                    eprintln!("fuzz: a case ran longer than {WATCHDOG:?}: a hang");
+                    std::process::abort();
+                }
+            }
+        });
+        CASE_STARTED.store(0, Ordering::SeqCst);
+        ORIGIN.set(origin).ok();
+    });
+}
+
+static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(format!("{}/../../{rel}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn files(dir: &str, ext: &str) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(format!("{}/../../{dir}", env!("CARGO_MANIFEST_DIR")))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(ext))
+        .map(|n| format!("{dir}/{n}"))
+        .collect();
+    out.sort();
+    out
+}
+
+fn mutate(text: &str, op: u8, at: usize, len: usize, insert: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let at = at % (chars.len() + 1);
+    let end = (at + len).min(chars.len());
+    let head: String = chars[..at].iter().collect();
+    let tail: String = chars[end..].iter().collect();
+    match op % 4 {
+        0 => head,
+        1 => head + &tail,
+        // Replace a range: a number becomes another, a name a path.
+        2 => head + insert + &tail,
+        _ => head + insert + &chars[at..].iter().collect::<String>(),
+    }
+}
+
+fn insertion() -> impl Strategy<Value = String> {
+    prop_oneof![
+        proptest::string::string_regex(r#"[\[\]{}",:=#\n 0-9a-z./\-]{0,8}"#).unwrap(),
+        Just("99999999999999999999".to_string()),
+        Just("18446744073709551615".to_string()),
+        Just("4294967296".to_string()),
+        Just("-1".to_string()),
+        Just("0".to_string()),
+        Just("1e308".to_string()),
+        Just("\"../../etc\"".to_string()),
+        Just("2147483647".to_string()),
+        Just(" 1000000 ".to_string()),
+    ]
+}
+
+/// Reads and, when it reads, simulates 20 ms on one scheduler of each
+/// family; checks the peak allocation of the whole case.
+fn case(kind: &str, text: &str) -> Result<(), TestCaseError> {
+    start_watchdog();
+    let origin = ORIGIN.get().expect("watchdog started");
+    CASE_STARTED.store(origin.elapsed().as_millis() as u64 + 1, Ordering::SeqCst);
+    PEAK.store(CURRENT.load(Ordering::Relaxed), Ordering::Relaxed);
+    let before = CURRENT.load(Ordering::Relaxed);
+    let ov = Overrides { duration: Some(20_000_000), ..Overrides::default() };
+    let w: Option<Workload> = match kind {
+        "toml" => Workload::from_toml(text, "fuzz.toml", &ov).ok(),
+        "rtapp" => schedlab_sim::rtapp::from_rtapp_json(text, "fuzz.json", &ov).ok(),
+        _ => schedlab_sim::replay::workload_from_trace(text, "fuzz.trace", &ov).ok().map(|(w, _)| w),
+    };
+    if let Some(w) = w {
+        SIMULATED.fetch_add(1, Ordering::Relaxed);
+        for sched in ["eevdf", "bfs", "bmq", "baby"] {
+            let policy = match schedlab_policies::build(sched, &w) {
+                Ok(p) => p,
+                Err(_) => continue,
+            };
+            let _ = Engine::new(&w, policy, EngineOptions::default()).run();
+        }
+    }
+    CASE_STARTED.store(0, Ordering::SeqCst);
+    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    prop_assert!(peak <= ALLOCATION_BOUND, "{kind} case allocated {} MiB at its peak", peak >> 20);
+    Ok(())
+}
+
+/// Cases whose input read and was simulated: the campaign must reach the
+/// simulator, not only the parsers' error paths.
+static SIMULATED: AtomicU64 = AtomicU64::new(0);
+
+fn cases() -> u32 {
+    std::env::var("SCHEDLAB_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(FUZZ_CASES)
+}
+
+// One test function: the allocation counter is global, so no other test
+// may run beside it in this binary.
+#[test]
+fn mutated_inputs_read_and_simulate_without_crashing() {
+    let config = ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() };
+    let mut seeds: Vec<(&str, String)> = Vec::new();
+    seeds.extend(files("scenarios", ".toml").into_iter().map(|f| ("toml", read(&f))));
+    seeds.extend(files("examples/rt-app", ".toml").into_iter().map(|f| ("toml", read(&f))));
+    seeds.extend(files("examples/rt-app", ".json").into_iter().map(|f| ("rtapp", read(&f))));
+    seeds.extend(files("crates/schedlab-policies/tests/fixtures", ".trace").into_iter().map(|f| ("trace", read(&f))));
+    let total = seeds.len() as u64 * cases() as u64;
+    for (kind, seed) in &seeds {
+        let mut runner = proptest::test_runner::TestRunner::new(config.clone());
+        let strategy = (any::<u8>(), any::<usize>(), 0usize..40, insertion());
+        runner
+            .run(&strategy, |(op, at, len, ins)| case(kind, &mutate(seed, op, at, len, &ins)))
+            .unwrap_or_else(|e| panic!("{kind} seed starting {:?}: {e}", &seed[..seed.len().min(60)]));
+    }
+    let simulated = SIMULATED.load(Ordering::Relaxed);
+    eprintln!("fuzz: {simulated} of {total} mutated inputs read and were simulated");
+    assert!(simulated * 5 >= total, "only {simulated} of {total} cases reached the simulator");
+}
