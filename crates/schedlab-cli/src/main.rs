@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
 use schedlab_policies::POLICIES;
 use schedlab_sim::report;
-use schedlab_sim::time::{format_duration, parse_duration};
+use schedlab_sim::time::{format_duration, parse_duration, parse_duration_flag};
 use schedlab_sim::timeline::{Schedule, Timeline};
 use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
@@ -71,10 +71,10 @@ enum Command {
         html: Option<std::path::PathBuf>,
         /// Start of the HTML page's CPU timeline window (default: the middle
         /// of the run, or its start for runs under a second).
-        #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+        #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
         timeline_at: Option<u64>,
         /// Length of the timeline window.
-        #[arg(long, value_parser = parse_duration, default_value = "200ms", value_name = "TIME")]
+        #[arg(long, value_parser = parse_duration_flag, default_value = "200ms", value_name = "TIME")]
         timeline_len: u64,
     },
     /// Run a workload as real threads in a real kernel booted under QEMU
@@ -240,7 +240,7 @@ pub(crate) struct Common {
     #[arg(long)]
     seed: Option<u64>,
     /// Simulated duration, e.g. 5s or 500ms.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_run_duration)]
     duration: Option<u64>,
     /// Number of CPUs (a flat topology), replacing the workload's machine.
     #[arg(long)]
@@ -266,6 +266,17 @@ pub(crate) struct Common {
     /// Print log2 histograms of wakeup latency and run time per switch.
     #[arg(long)]
     hist: bool,
+}
+
+/// --duration: with a unit, above zero, within the simulator's horizon.
+fn parse_run_duration(s: &str) -> Result<u64, String> {
+    match parse_duration_flag(s)? {
+        0 => Err("a run must last more than zero: write e.g. 5s".into()),
+        ns if ns > schedlab_sim::MAX_TIME => {
+            Err(format!("'{s}' is beyond the simulator's 78-hour horizon: at most 78h"))
+        }
+        ns => Ok(ns),
+    }
 }
 
 fn parse_cost(s: &str) -> Result<(String, u64), String> {
@@ -399,6 +410,11 @@ fn main() {
     if schedlab_vm::guest::is_init() {
         guest_main();
     }
+    // Like other Unix tools, end quietly when the reader of stdout goes
+    // away (`schedlab run ... --json | head -1`) instead of failing a
+    // write: Rust ignores SIGPIPE by default.
+    // SAFETY: restoring the default disposition of one signal.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     if let Err(e) = run(cli) {
         eprintln!("schedlab: {e:#}");
@@ -481,9 +497,17 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Replay { common, sched, tasks } => replay(&common, sched, tasks)?,
         Command::Record { output, command } => {
+            // Before the command runs: a run of minutes must not be lost
+            // to a typo in -o.
+            let file = std::fs::File::create(&output).with_context(|| {
+                format!("cannot create {}: check the directory exists and is writable", output.display())
+            })?;
             let rec = schedlab_host::record(&command)?;
-            std::fs::write(&output, &rec.text)
-                .with_context(|| format!("cannot write {}: check the directory is writable", output.display()))?;
+            for w in &rec.warnings {
+                eprintln!("schedlab: record: {w}");
+            }
+            std::io::Write::write_all(&mut std::io::BufWriter::new(file), rec.text.as_bytes())
+                .with_context(|| format!("cannot write {}", output.display()))?;
             let lines = rec.text.lines().filter(|l| !l.starts_with('#')).count();
             eprintln!(
                 "{lines} sched events of '{}' written to {} ({})",
@@ -496,6 +520,13 @@ fn run(cli: Cli) -> Result<()> {
                     "schedlab: record: the ring buffers dropped {} events; a replay will miss bursts (record a shorter run)",
                     rec.overrun
                 );
+            }
+            if let Some(sig) = rec.interrupted {
+                eprintln!(
+                    "schedlab: record: stopped by {}, passed on to the command; the trace holds what ran until then",
+                    schedlab_host::signals::name(sig)
+                );
+                std::process::exit(128 + sig);
             }
         }
         Command::Vm { common, kernel, vm_opts, host_opts, tasks } => {

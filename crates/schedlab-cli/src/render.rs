@@ -92,10 +92,14 @@ fn table_rows(reports: &[Report]) -> String {
 }
 
 fn table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    // A cell past MAX_WIDTH (a task name of a generated workload) is printed
+    // whole without stretching its column: padding that wide is useless,
+    // and format! refuses widths over u16::MAX.
+    const MAX_WIDTH: usize = 64;
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.chars().count().min(MAX_WIDTH));
         }
     }
     let mut out = String::new();

@@ -5,7 +5,7 @@
 use crate::{Common, HostArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use schedlab_sim::time::{format_duration, parse_duration};
+use schedlab_sim::time::{format_duration, parse_duration_flag};
 use schedlab_sim::{Report, Workload};
 use std::path::{Path, PathBuf};
 
@@ -42,7 +42,7 @@ pub(crate) struct VmArgs {
     memory: u64,
     /// How long the guest may take after booting before it is killed
     /// (default: 2 minutes plus twice the duration).
-    #[arg(long, value_parser = parse_duration, value_name = "TIME")]
+    #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
     timeout: Option<u64>,
 }
 

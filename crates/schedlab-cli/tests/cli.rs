@@ -209,3 +209,113 @@ fn a_cost_from_the_command_line_changes_the_simulation() {
     assert!((default - 125_000.0).abs() < 1_000.0, "default costs: {default}/s");
     assert!((slow - 1e6 / 30.0).abs() < 1_000.0, "1 + 19 + 10 us per hop: {slow}/s");
 }
+
+/// Inputs from a fault campaign that overflowed, panicked or were silently
+/// misread; each now gets one clear error (or, where the input is fine, a
+/// run that does not panic).
+#[test]
+fn hostile_numbers_and_names_are_refused_not_wrapped() {
+    // A u32 tunable given 2^32 used to truncate to 0; i64::MAX panicked in
+    // clamp (min > max) once a task slept.
+    fails_with(&["run", "lat-ctx", "--sched", "cfs", "--set", "nr_migrate=4294967296"], "above the kernel's limit");
+    fails_with(&["run", "lat-ctx", "--set", "base_slice_ns=9223372036854775807"], "above the kernel's limit");
+    fails_with(&["run", "thread-test", "--duration", "5"], "'5' has no unit");
+    fails_with(&["run", "thread-test", "--duration", "0s"], "a run must last more than zero");
+    fails_with(&["run", "thread-test", "--duration", "100h"], "78-hour horizon");
+    let escape = temp_file(
+        "escape.toml",
+        "[machine]\ncpus = 1\n[[group]]\nname = \"../../../tmp/x\"\n[[task]]\nname = \"t\"\ngroup = \"../../../tmp/x\"\nprogram = [ { run = \"1ms\" } ]\n",
+    );
+    fails_with(&["run", escape.to_str().unwrap()], "it names a cgroup directory");
+    let rtapp = |name: &str, body: &str| temp_file(name, &format!("{{ \"tasks\": {{ \"t\": {body} }} }}"));
+    let wraps = rtapp("wraps.json", "{ \"run\": 18446744073709552, \"sleep\": 1000 }");
+    fails_with(&["run", wraps.to_str().unwrap()], "beyond the simulator's 78-hour horizon");
+    let negative = rtapp("negative.json", "{ \"run\": -1000 }");
+    fails_with(&["run", negative.to_str().unwrap()], "-1000 is negative");
+    let dotdot = rtapp("dotdot.json", "{ \"taskgroup\": \"/a/../../etc\", \"run\": 1000 }");
+    fails_with(&["run", dotdot.to_str().unwrap()], "it names a cgroup directory");
+    // A trace naming CPU 2^31-1 used to allocate 16 GiB before any check.
+    let trace = temp_file(
+        "far-cpu.trace",
+        "  a-1 [2147483647] d..2. 1.000000: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> next_comm=b next_pid=2 next_prio=120\n",
+    );
+    fails_with(&["replay", trace.to_str().unwrap()], "replays machines of up to 4096 CPUs");
+}
+
+#[test]
+fn a_long_task_name_and_a_closed_pipe_do_not_panic() {
+    let name = "x".repeat(70_000);
+    let long = temp_file(
+        "long-name.toml",
+        &format!(
+            "duration = \"10ms\"\n[machine]\ncpus = 1\n[[task]]\nname = \"{name}\"\nprogram = [ {{ run = \"1ms\" }} ]\n"
+        ),
+    );
+    let out = schedlab(&["run", long.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // `schedlab ... | head -c 1`: the reader goes away; schedlab ends by
+    // SIGPIPE as other tools do, not with a panic (exit 101).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["compare", "mixed-64", "--duration", "100ms", "--json", "--tasks"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "ended by SIGPIPE: {:?}", out.status);
+}
+
+#[test]
+fn record_checks_its_output_first_and_keeps_the_trace_on_sigterm() {
+    // -o in a directory that does not exist: refused before the command runs.
+    let marker = std::env::temp_dir().join(format!("schedlab-record-ran-{}", std::process::id()));
+    let out = schedlab(&["record", "-o", "/nonexistent/dir/x.trace", "--", "touch", marker.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create /nonexistent/dir/x.trace"));
+    assert!(!marker.exists(), "the command ran although its trace could not be written");
+
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        eprintln!("SKIPPED record on SIGTERM: tracefs is not mounted");
+        return;
+    }
+    let trace = std::env::temp_dir().join(format!("schedlab-record-{}.trace", std::process::id()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "sleep", "30"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("record did not stop within 15 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    if err.contains("run as root") {
+        eprintln!("SKIPPED record on SIGTERM: {err}");
+        return;
+    }
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(err.contains("stopped by SIGTERM"), "{err}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("sched_switch"), "the trace up to the signal is written");
+    let instance = format!("/sys/kernel/tracing/instances/schedlab-{}", child.id());
+    assert!(!std::path::Path::new(&instance).exists(), "{instance} left tracing the machine");
+    let _ = std::fs::remove_file(&trace);
+}

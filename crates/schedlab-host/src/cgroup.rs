@@ -7,7 +7,7 @@
 //! mode; schedlab uses v1 where the cpu controller is mounted there and
 //! otherwise says why it runs without groups.
 
-use schedlab_sim::workload::GroupSpec;
+use schedlab_sim::workload::{GroupSpec, check_group_name};
 use std::path::{Path, PathBuf};
 
 pub struct Cgroups {
@@ -28,6 +28,43 @@ fn mounts() -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Groups of run PID live in `schedlab-PID` under the controller's root.
+const DIR_PREFIX: &str = "schedlab-";
+
+/// Removes the groups of runs whose process is gone (SIGKILL, OOM, abort:
+/// no Drop ran), deepest first, and says what it removed.
+pub fn remove_stale() -> Vec<String> {
+    let Some(root) = v1_cpu_root(&mounts()) else { return Vec::new() };
+    let mut said = Vec::new();
+    for (dir, pid) in crate::signals::stale_entries(&root, DIR_PREFIX) {
+        let mut tree = Vec::new();
+        collect_dirs(&dir, &mut tree);
+        // Deepest first: a cgroup goes only once it has no children.
+        tree.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        if tree.iter().all(|d| std::fs::remove_dir(d).is_ok()) {
+            said.push(format!("removed cgroup {}, left by schedlab run {pid}, which was killed", dir.display()));
+        }
+    }
+    said
+}
+
+fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    out.push(dir.to_path_buf());
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                collect_dirs(&e.path(), out);
+            }
+        }
+    }
+}
+
+fn v1_cpu_root(all: &[(String, String, String)]) -> Option<PathBuf> {
+    all.iter()
+        .find(|(_, fstype, opts)| fstype == "cgroup" && opts.split(',').any(|o| o == "cpu"))
+        .map(|(dir, _, _)| PathBuf::from(dir))
+}
+
 fn write(path: &Path, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("writing {value} to {}: {e}", path.display()))
 }
@@ -36,11 +73,7 @@ impl Cgroups {
     /// Creates the groups, or says why it cannot.
     pub fn setup(groups: &[GroupSpec]) -> Result<Cgroups, String> {
         let all = mounts();
-        let v1 = all
-            .iter()
-            .find(|(_, fstype, opts)| fstype == "cgroup" && opts.split(',').any(|o| o == "cpu"))
-            .map(|(dir, _, _)| PathBuf::from(dir));
-        let Some(root) = v1 else {
+        let Some(root) = v1_cpu_root(&all) else {
             let v2 = all.iter().any(|(_, fstype, _)| fstype == "cgroup2");
             return Err(if v2 {
                 "the cpu controller is on cgroup v2 only, where threads of one process share a group unless \
@@ -50,7 +83,7 @@ impl Cgroups {
                 "no cgroup cpu controller is mounted; running without groups".into()
             });
         };
-        let base = root.join(format!("schedlab-{}", std::process::id()));
+        let base = root.join(format!("{DIR_PREFIX}{}", std::process::id()));
         let mut cg = Cgroups { dirs: vec![None; groups.len()], created: Vec::new() };
         std::fs::create_dir(&base).map_err(|e| {
             format!(
@@ -61,7 +94,14 @@ impl Cgroups {
         cg.created.push(base.clone());
         for (i, g) in groups.iter().enumerate().skip(1) {
             let parent = g.parent.and_then(|p| cg.dirs[p as usize].clone()).unwrap_or_else(|| base.clone());
-            let dir = parent.join(&g.name);
+            // rt-app names a group by its path ("/tg1/sub"); its directory
+            // is the last component, under its parent's. The name was
+            // checked when the workload was read; checked again here, as
+            // a join with anything but one plain component would leave the
+            // controller's directory, as root.
+            let leaf = g.name.rsplit('/').next().unwrap_or_default();
+            check_group_name(leaf)?;
+            let dir = parent.join(leaf);
             std::fs::create_dir(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             cg.created.push(dir.clone());
             // cgroup v2 cpu.weight 100 is v1's cpu.shares 1024.
@@ -90,5 +130,29 @@ impl Drop for Cgroups {
         for dir in self.created.iter().rev() {
             let _ = std::fs::remove_dir(dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rt_app_paths_become_nested_cgroups_under_the_run() {
+        let group = |name: &str, parent| GroupSpec { name: name.into(), parent, cpu_weight: 100, cpu_max: None };
+        let groups = [GroupSpec::root(), group("/tg1", Some(0)), group("/tg1/sub", Some(1))];
+        let cg = match Cgroups::setup(&groups) {
+            Ok(cg) => cg,
+            Err(why) => {
+                eprintln!("SKIPPED rt_app_paths_become_nested_cgroups_under_the_run: {why}");
+                return;
+            }
+        };
+        let base = cg.created[0].clone();
+        assert!(base.file_name().unwrap().to_string_lossy().starts_with(DIR_PREFIX));
+        assert_eq!(cg.dirs[2].as_deref(), Some(base.join("tg1").join("sub").as_path()));
+        assert!(base.join("tg1/sub/cpu.shares").exists());
+        drop(cg);
+        assert!(!base.exists(), "{} left behind", base.display());
     }
 }

@@ -119,6 +119,11 @@ struct Shared {
     handles: Mutex<Vec<JoinHandle<()>>>,
     cgroups: Option<cgroup::Cgroups>,
     spins_per_ns: f64,
+    /// Threads that may still be created (forks included) before a limit
+    /// of the machine, named by `thread_limit`, would make creation fail or
+    /// abort the process.
+    thread_budget: AtomicU64,
+    thread_limit: String,
 }
 
 /// Spin iterations per nanosecond, roughly: it only sizes the pieces a
@@ -203,6 +208,12 @@ fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(
 }
 
 fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostError> {
+    if sh.thread_budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+        return Err(HostError::Setup(format!(
+            "task '{}': no thread created, the machine's limit is reached: {}",
+            sh.w.tasks[spec as usize].name, sh.thread_limit
+        )));
+    }
     let task = sh.next_task.fetch_add(1, Ordering::SeqCst);
     sh.live.fetch_add(1, Ordering::SeqCst);
     let instance = sh.spec_instances[spec as usize].fetch_add(1, Ordering::SeqCst);
@@ -409,25 +420,59 @@ pub struct Recording {
     /// missing bursts).
     pub overrun: u64,
     pub exit_status: std::process::ExitStatus,
+    /// The stop signal that ended the recording early, passed on to the
+    /// command; the trace up to then is kept.
+    pub interrupted: Option<libc::c_int>,
+    /// Leftovers of killed runs that were removed first.
+    pub warnings: Vec<String>,
 }
+
+/// How long a command that was passed a stop signal has to exit before
+/// it is killed.
+const COMMAND_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Runs `command` with the machine's sched events recorded through a
 /// private tracefs instance: everything that ran, so that a replay has the
 /// command's competition too (a filtered trace sees other tasks only when
 /// they switch with the command's, and cannot tell how long they ran).
+/// A stop signal is passed on to the command; the recording ends with it,
+/// and the instance is removed on every path.
 pub fn record(command: &[String]) -> Result<Recording, HostError> {
+    let _signals = signals::StopSignals::install();
     let (program, args) = command
         .split_first()
         .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
+    let warnings = tracing::remove_stale();
     let nr_cpus = sys::allowed_cpus().len().max(1);
     let tracer = tracing::Tracer::with_events(nr_cpus, &tracing::RECORD_EVENTS, "schedlab record", false)
         .map_err(HostError::Setup)?;
     tracer.set_on(true);
-    let status = std::process::Command::new(program).args(args).status();
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .spawn()
+        .map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
+    let mut interrupted = None;
+    let mut deadline = None;
+    let exit_status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| HostError::Setup(format!("waiting for '{program}': {e}")))? {
+            break status;
+        }
+        if interrupted.is_none()
+            && let Some(sig) = signals::received()
+        {
+            interrupted = Some(sig);
+            // SAFETY: signalling our own child, which has not been reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            deadline = Some(std::time::Instant::now() + COMMAND_STOP_GRACE);
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
     tracer.set_on(false);
-    let exit_status = status.map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
     let (text, overrun) = tracer.text().map_err(HostError::Setup)?;
-    Ok(Recording { text, overrun, exit_status })
+    Ok(Recording { text, overrun, exit_status, interrupted, warnings })
 }
 
 pub struct HostRun {
@@ -458,7 +503,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     }
     let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
     let kernel = info::read();
-    let mut warnings = Vec::new();
+    let mut warnings = cgroup::remove_stale();
+    warnings.extend(tracing::remove_stale());
     let mut notes = kernel.notes.clone();
 
     let mut cgroups_state = "the workload has no groups".to_string();
@@ -509,6 +555,17 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         .filter(|(_, t)| !t.template)
         .flat_map(|(i, t)| std::iter::repeat_n(i as u32, t.count as usize))
         .collect();
+    let (capacity, limit) = sys::thread_capacity();
+    // The controller and the kernel's own threads need a little room too.
+    let headroom = 16;
+    if initial.len() as u64 + headroom > capacity {
+        return Err(HostError::Setup(format!(
+            "the workload starts {} threads at once, but this machine lets schedlab create about {} more: {limit}; \
+             use fewer tasks",
+            initial.len(),
+            capacity.saturating_sub(headroom)
+        )));
+    }
     let sh = Arc::new(Shared {
         w: w.clone(),
         cpu_map,
@@ -528,6 +585,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         handles: Mutex::new(Vec::new()),
         cgroups,
         spins_per_ns: calibrate_spin(),
+        thread_budget: std::sync::atomic::AtomicU64::new(capacity - headroom),
+        thread_limit: limit,
     });
     let mut spawned = 0;
     for &spec in &initial {
@@ -641,6 +700,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         },
         kernel.tunables.clone(),
     );
+    if let Some(note) = report.host.as_ref().and_then(|h| h.notes.iter().find(|n| n.starts_with("other processes"))) {
+        warnings.push(note.clone());
+    }
     Ok(HostRun { report, warnings })
 }
 
@@ -699,6 +761,47 @@ fn analyse_trace(
     f
 }
 
+/// Other processes' share of the workload's CPUs above which a report
+/// says that they competed with it.
+const FOREIGN_LOAD_WARN_PCT: f64 = 5.0;
+
+/// Per-CPU busy and idle time of the workload's CPUs over `duration`, and
+/// the CPU time other processes took on them. As in a simulation, busy is
+/// the workload's own threads' CPU time and busy + idle = duration on each
+/// CPU; /proc/stat (machine-wide, in jiffies) only says how that time
+/// spread over the CPUs, and what it counts beyond the workload's threads
+/// is other processes'.
+fn cpu_accounting(
+    cpu_map: &[usize],
+    results: &[ThreadResult],
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    duration: Nanos,
+) -> (Vec<CpuReport>, Nanos) {
+    let jiffy_ns = 1_000_000_000 / sys::user_hz();
+    let stat_busy: Vec<u64> = cpu_map
+        .iter()
+        .map(|&hc| {
+            let (b0, _) = stat0.get(hc).copied().unwrap_or_default();
+            let (b1, _) = stat1.get(hc).copied().unwrap_or_default();
+            b1.saturating_sub(b0) * jiffy_ns
+        })
+        .collect();
+    let machine_busy: u64 = stat_busy.iter().sum();
+    let own: u64 = results.iter().map(|r| r.cpu_time).sum();
+    let own_busy = own.min(duration.saturating_mul(cpu_map.len() as u64));
+    let per_cpu = stat_busy
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let share = if machine_busy == 0 { 1.0 / cpu_map.len() as f64 } else { b as f64 / machine_busy as f64 };
+            let busy_ns = ((own_busy as f64 * share) as u64).min(duration);
+            CpuReport { cpu: i as u32, busy_ns, idle_ns: duration - busy_ns, switch_overhead_ns: 0 }
+        })
+        .collect();
+    (per_cpu, machine_busy.saturating_sub(own))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     sh: &Shared,
@@ -708,7 +811,7 @@ fn build_report(
     stop: Nanos,
     stat0: &[(u64, u64)],
     stat1: &[(u64, u64)],
-    host: HostInfo,
+    mut host: HostInfo,
     tunables: Vec<(String, i64)>,
 ) -> Report {
     let w = &sh.w;
@@ -764,24 +867,17 @@ fn build_report(
     if results.iter().any(|r| r.run_delay.is_none()) {
         absent.push("run_delay (needs CONFIG_SCHED_INFO's /proc/PID/schedstat)".to_string());
     }
-    let jiffy_ns = 1_000_000_000 / sys::user_hz();
-    let span = stop - t0;
-    let per_cpu = sh
-        .cpu_map
-        .iter()
-        .enumerate()
-        .map(|(i, &hc)| {
-            let (b0, i0) = stat0.get(hc).copied().unwrap_or_default();
-            let (b1, i1) = stat1.get(hc).copied().unwrap_or_default();
-            let (busy, idle) = (b1.saturating_sub(b0) * jiffy_ns, i1.saturating_sub(i0) * jiffy_ns);
-            // /proc/stat counts in jiffies: scale its busy fraction to the
-            // run so that busy + idle is the run's length, as in a simulation.
-            let busy_ns = if busy + idle == 0 { 0 } else { (busy as f64 / (busy + idle) as f64 * span as f64) as u64 };
-            CpuReport { cpu: i as u32, busy_ns, idle_ns: span - busy_ns, switch_overhead_ns: 0 }
-        })
-        .collect();
     let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
     let duration = if finished { results.iter().filter_map(|r| r.exited).max().unwrap_or(0) } else { stop - t0 };
+    let (per_cpu, other) = cpu_accounting(&sh.cpu_map, &results, stat0, stat1, duration);
+    let capacity = (stop - t0).max(1) as f64 * sh.cpu_map.len() as f64;
+    let other_pct = other as f64 / capacity * 100.0;
+    if other_pct >= FOREIGN_LOAD_WARN_PCT {
+        host.notes.push(format!(
+            "other processes used {other_pct:.1}% of the workload's CPUs during the run: the figures include \
+             their competition"
+        ));
+    }
     let frame = ReportFrame {
         source: "host".into(),
         scheduler: format!("linux {} (this machine)", host.kernel_release),
@@ -796,7 +892,7 @@ fn build_report(
         migrations: migrations_total,
         events: 0,
         per_cpu,
-        extra: Vec::new(),
+        extra: vec![("other_processes_cpu_pct".to_string(), (other_pct * 10.0).round() / 10.0)],
         absent,
         host: Some(host),
     };

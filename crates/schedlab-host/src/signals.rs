@@ -80,3 +80,18 @@ pub fn block_in_this_thread() {
 pub fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
+
+/// The entries of `dir` named `prefix` + PID (+ anything after a '-') whose
+/// process is gone: what a run that was SIGKILLed (or died by OOM or abort)
+/// left behind. Its own are never returned.
+pub fn stale_entries(dir: &std::path::Path, prefix: &str) -> Vec<(std::path::PathBuf, u32)> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix(prefix)?.split('-').next()?.parse::<u32>().ok()?;
+            (pid != std::process::id() && !process_alive(pid)).then(|| (e.path(), pid))
+        })
+        .collect()
+}

@@ -318,3 +318,82 @@ impl Gate {
         }
     }
 }
+
+/// Mappings one task thread costs: its stack and guard page, and the
+/// alternate signal stack and its guard page that std gives every thread.
+const MAPS_PER_THREAD: u64 = 4;
+
+fn read_u64(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// How many more threads this process can create, and the limit that
+/// sets it, phrased with its fix. Past any of these limits thread creation
+/// fails, and past vm.max_map_count std aborts the process in the new
+/// thread (it cannot map the thread's signal stack), so a run checks first.
+pub fn thread_capacity() -> (u64, String) {
+    let mut limits: Vec<(u64, String)> = Vec::new();
+    if let Some(max) = read_u64("/proc/sys/vm/max_map_count") {
+        let used = std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count() as u64);
+        limits.push((
+            max.saturating_sub(used) / MAPS_PER_THREAD,
+            format!(
+                "vm.max_map_count is {max} and each thread takes {MAPS_PER_THREAD} mappings \
+                 (raise it with sysctl -w vm.max_map_count=N)"
+            ),
+        ));
+    }
+    if let Some(max) = read_u64("/proc/sys/kernel/threads-max") {
+        // /proc/loadavg's fourth field is "runnable/total" threads.
+        let total = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().nth(3)?.split('/').nth(1)?.parse::<u64>().ok())
+            .unwrap_or(0);
+        limits.push((
+            max.saturating_sub(total),
+            format!("kernel.threads-max is {max} with {total} threads running (raise it with sysctl)"),
+        ));
+    }
+    if let Some((max, current)) = pids_limit() {
+        limits.push((
+            max.saturating_sub(current),
+            format!("this process's cgroup has pids.max {max} with {current} in use (raise pids.max)"),
+        ));
+    }
+    // SAFETY: getrlimit writes the struct.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; root is not bound by RLIMIT_NPROC.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+        && unsafe { libc::geteuid() } != 0
+    {
+        let total = std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count() as u64);
+        limits.push((
+            (rl.rlim_cur as u64).saturating_sub(total),
+            format!("RLIMIT_NPROC is {} (ulimit -u); it counts all of this user's threads", rl.rlim_cur),
+        ));
+    }
+    limits.into_iter().min_by_key(|(n, _)| *n).unwrap_or((u64::MAX, "no limit found".into()))
+}
+
+/// pids.max and pids.current of this process's pids cgroup (v1 or v2).
+fn pids_limit() -> Option<(u64, u64)> {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in cgroups.lines() {
+        let mut f = line.splitn(3, ':');
+        let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let dir = if controllers.split(',').any(|c| c == "pids") {
+            format!("/sys/fs/cgroup/pids{path}")
+        } else if controllers.is_empty() {
+            format!("/sys/fs/cgroup{path}")
+        } else {
+            continue;
+        };
+        if let (Some(max), Some(current)) =
+            (read_u64(&format!("{dir}/pids.max")), read_u64(&format!("{dir}/pids.current")))
+        {
+            return Some((max, current));
+        }
+    }
+    None
+}

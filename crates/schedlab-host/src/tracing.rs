@@ -20,19 +20,51 @@ pub const RECORD_EVENTS: [&str; 5] =
 /// Per-CPU ring buffer size in KiB.
 const BUFFER_KB: u32 = 16384;
 
-fn tracefs_root() -> Option<PathBuf> {
+/// Instances of run PID are `instances/schedlab-PID`.
+const INSTANCE_PREFIX: &str = "schedlab-";
+
+/// Where tracefs is, or why it cannot be used: not mounted, or mounted
+/// where this user may not look (tracefs is 0700, root's).
+fn tracefs_root() -> Result<PathBuf, String> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
-    mounts
+    let mut candidates: Vec<PathBuf> = mounts
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() >= 3 && f[2] == "tracefs").then(|| PathBuf::from(f[1]))
         })
-        .find(|p| p.join("instances").is_dir())
-        .or_else(|| {
-            let d = PathBuf::from("/sys/kernel/debug/tracing");
-            d.join("instances").is_dir().then_some(d)
-        })
+        .collect();
+    candidates.push(PathBuf::from("/sys/kernel/debug/tracing"));
+    let mut denied = None;
+    for root in candidates {
+        match std::fs::metadata(root.join("instances")) {
+            Ok(m) if m.is_dir() => return Ok(root),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => denied = Some(root),
+            _ => {}
+        }
+    }
+    Err(match denied {
+        Some(root) => format!("tracefs at {} is not accessible to this user: run as root", root.display()),
+        None => "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)".into(),
+    })
+}
+
+/// Removes the trace instances of runs whose process is gone: once its
+/// owner has died an instance's pid filter is empty and it would go on
+/// recording (or holding buffers for) the whole machine.
+pub fn remove_stale() -> Vec<String> {
+    let Ok(root) = tracefs_root() else { return Vec::new() };
+    let mut said = Vec::new();
+    for (dir, pid) in crate::signals::stale_entries(&root.join("instances"), INSTANCE_PREFIX) {
+        let _ = std::fs::write(dir.join("tracing_on"), "0");
+        if std::fs::remove_dir(&dir).is_ok() {
+            said.push(format!(
+                "removed trace instance {}, left by schedlab run {pid}, which was killed",
+                dir.display()
+            ));
+        }
+    }
+    said
 }
 
 impl Tracer {
@@ -45,9 +77,8 @@ impl Tracer {
     /// or process it creates from now on (`follow_self`), or of the whole
     /// machine, as `trace-cmd record -e sched` records.
     pub fn with_events(nr_cpus: usize, events: &[&str], what: &str, follow_self: bool) -> Result<Tracer, String> {
-        let root =
-            tracefs_root().ok_or("tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)")?;
-        let dir = root.join("instances").join(format!("schedlab-{}", std::process::id()));
+        let root = tracefs_root()?;
+        let dir = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create tracefs instance {} ({e}); run as root for {what}", dir.display()))?;
         let t = Tracer { dir, nr_cpus };

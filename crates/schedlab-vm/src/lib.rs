@@ -160,14 +160,9 @@ const TEMP_PREFIX: &str = "schedlab-vm-";
 /// Removes the temporary directories of runs whose process is gone (one
 /// that was SIGKILLed cannot clean up after itself), and says so.
 fn remove_stale(warnings: &mut Vec<String>) {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(TEMP_PREFIX).and_then(|r| r.split('-').next()?.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid != std::process::id() && !signals::process_alive(pid) && std::fs::remove_dir_all(e.path()).is_ok() {
-            warnings.push(format!("removed {}, left by schedlab vm run {pid}, which was killed", e.path().display()));
+    for (path, pid) in signals::stale_entries(&std::env::temp_dir(), TEMP_PREFIX) {
+        if std::fs::remove_dir_all(&path).is_ok() {
+            warnings.push(format!("removed {}, left by schedlab vm run {pid}, which was killed", path.display()));
         }
     }
 }
