@@ -798,7 +798,7 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     }
     let mut tunables = BTreeMap::new();
     tunables.extend(ov.tunables.iter().map(|(k, v)| (k.clone(), *v)));
-    Ok(Workload {
+    let w = Workload {
         name: name_from_origin(origin),
         description: format!("rt-app workload {origin}"),
         params: BTreeMap::new(),
@@ -812,5 +812,7 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         channels: conv.channels.items,
         conds: conv.conds.items,
         barriers: conv.barriers,
-    })
+    };
+    w.check_total_tasks().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
+    Ok(w)
 }

@@ -597,8 +597,8 @@ impl Workload {
                     u32::try_from(*v).map_err(|_| here(format!("parameter {p} = {v} is not a task count")))?
                 }
             };
-            if count > 1_000_000 {
-                return Err(here(format!("count {count} is more than the 1,000,000 tasks schedlab simulates")));
+            if count as u64 > MAX_TASKS {
+                return Err(here(format!("count {count} is more than the {MAX_TASKS} tasks schedlab simulates")));
             }
             if !(-20..=19).contains(&t.nice) {
                 return Err(here(format!("nice {} is outside -20..19", t.nice)));
@@ -671,7 +671,7 @@ impl Workload {
             });
         }
 
-        Ok(Workload {
+        let w = Workload {
             name: file.name.unwrap_or_else(|| name_from_origin(origin)),
             description: file.description,
             params: file.params.keys().filter_map(|k| Some((k.clone(), *params.get(k)?))).collect(),
@@ -685,7 +685,9 @@ impl Workload {
             channels: channels.items.into_iter().map(|name| Channel { name, initial: 0 }).collect(),
             conds: Vec::new(),
             barriers: Vec::new(),
-        })
+        };
+        w.check_total_tasks().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
+        Ok(w)
     }
 
     pub fn nr_cpus(&self) -> u32 {
@@ -708,7 +710,22 @@ impl Workload {
     pub fn initial_tasks(&self) -> u64 {
         self.tasks.iter().filter(|t| !t.template).map(|t| t.count as u64).sum()
     }
+
+    /// Refuses a workload that starts more than MAX_TASKS tasks in all:
+    /// the count of one entry is bounded, but a file (or a trace) of many
+    /// entries could ask for any number.
+    pub fn check_total_tasks(&self) -> Result<(), String> {
+        match self.initial_tasks() {
+            n if n > MAX_TASKS => {
+                Err(format!("the workload starts {n} tasks: schedlab simulates at most {MAX_TASKS} at once"))
+            }
+            _ => Ok(()),
+        }
+    }
 }
+
+/// Tasks a workload may start.
+pub const MAX_TASKS: u64 = 1_000_000;
 
 /// A group's name becomes a cgroup directory on the real kernel (as root):
 /// one path component of plain characters, never a path. Nesting is said
@@ -955,5 +972,12 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         let quota = "[[group]]\nname = \"q\"\ncpu_max = \"99999999999999999 100000\"\n[[task]]\nname = \"t\"\ngroup = \"q\"\nprogram = [ { run = \"1ms\" } ]\n";
         let err = Workload::from_toml(quota, "q.toml", &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("above the kernel's maximum"), "{err}");
+    }
+
+    #[test]
+    fn a_million_tasks_in_all_is_the_limit() {
+        let entry = |i: u32| format!("[[task]]\nname = \"t{i}\"\ncount = 600000\nprogram = [ {{ run = \"1ms\" }} ]\n");
+        let err = Workload::from_toml(&(entry(0) + &entry(1)), "big.toml", &Overrides::default()).unwrap_err();
+        assert!(err.to_string().contains("starts 1200000 tasks: schedlab simulates at most 1000000"), "{err}");
     }
 }
