@@ -323,6 +323,11 @@ impl Gate {
 /// alternate signal stack and its guard page that std gives every thread.
 const MAPS_PER_THREAD: u64 = 4;
 
+/// Memory one task thread costs, generously: a 16 KiB kernel stack, its
+/// task_struct and page tables, and the few pages of its 128 KiB stack it
+/// touches.
+const MEMORY_PER_THREAD_KIB: u64 = 64;
+
 fn read_u64(path: &str) -> Option<u64> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -352,6 +357,21 @@ pub fn thread_capacity() -> (u64, String) {
         limits.push((
             max.saturating_sub(total),
             format!("kernel.threads-max is {max} with {total} threads running (raise it with sysctl)"),
+        ));
+    }
+    let available_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemAvailable:"))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+    });
+    if let Some(kib) = available_kib {
+        limits.push((
+            kib / MEMORY_PER_THREAD_KIB,
+            format!(
+                "{} MiB of memory is available and a thread takes about {MEMORY_PER_THREAD_KIB} KiB \
+                 (its kernel stack and task, the pages of its stack it touches)",
+                kib / 1024
+            ),
         ));
     }
     if let Some((max, current)) = pids_limit() {
