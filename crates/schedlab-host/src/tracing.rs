@@ -13,10 +13,11 @@ pub struct Tracer {
 }
 
 const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
-/// `schedlab record` adds sched_waking: it is printed in the waker's
-/// context, which is how a replay learns who woke whom.
-pub const RECORD_EVENTS: [&str; 5] =
-    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
+/// `schedlab record` adds sched_waking, printed in the waker's context
+/// (how a replay learns who woke whom), and sched_process_exec, which
+/// renames a task (`sh` becoming `gzip`).
+pub const RECORD_EVENTS: [&str; 6] =
+    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_process_exec"];
 /// Per-CPU ring buffer size in KiB.
 const BUFFER_KB: u32 = 16384;
 

@@ -166,7 +166,9 @@ fn mutated_inputs_read_and_simulate_without_crashing() {
     seeds.extend(files("scenarios", ".toml").into_iter().map(|f| ("toml", read(&f))));
     seeds.extend(files("examples/rt-app", ".toml").into_iter().map(|f| ("toml", read(&f))));
     seeds.extend(files("examples/rt-app", ".json").into_iter().map(|f| ("rtapp", read(&f))));
-    seeds.extend(files("crates/schedlab-policies/tests/fixtures", ".trace").into_iter().map(|f| ("trace", read(&f))));
+    for ext in [".trace", ".txt"] {
+        seeds.extend(files("crates/schedlab-policies/tests/fixtures", ext).into_iter().map(|f| ("trace", read(&f))));
+    }
     let total = seeds.len() as u64 * cases() as u64;
     for (kind, seed) in &seeds {
         let mut runner = proptest::test_runner::TestRunner::new(config.clone());

@@ -87,16 +87,6 @@ impl Task {
     }
 }
 
-/// `perf script` prints "sched:sched_switch:" where tracefs prints
-/// "sched_switch:"; the fields are the tracepoint's format in both.
-fn normalise(line: &str) -> std::borrow::Cow<'_, str> {
-    if line.contains(": sched:sched_") {
-        std::borrow::Cow::Owned(line.replacen(": sched:sched_", ": sched_", 1))
-    } else {
-        std::borrow::Cow::Borrowed(line)
-    }
-}
-
 /// The waker of a sched_waking line: the task in whose context it was
 /// printed ("comm-pid [cpu]" for tracefs, "comm pid [cpu]" for perf).
 fn context_pid(line: &str) -> Option<u32> {
@@ -116,11 +106,11 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     let err = |line: usize, message: String| WorkloadError { origin: origin.to_string(), line, message };
     let mut events: Vec<(SchedEvent, Option<u32>)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
-        let line = normalise(raw);
-        match ftrace::parse_line(&line) {
+        let line = raw;
+        match ftrace::parse_line(line) {
             Ok(Some(ev)) => {
                 let waker = matches!(ev.kind, SchedEventKind::Waking { .. } | SchedEventKind::Wakeup { .. })
-                    .then(|| context_pid(&line))
+                    .then(|| context_pid(line))
                     .flatten();
                 events.push((ev, waker));
             }
@@ -180,6 +170,9 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 }
                 if *prev_pid != 0 {
                     let t = tasks.entry(*prev_pid).or_insert_with(|| Task::new(prev_comm, *prev_prio, t0));
+                    // The latest comm names the task: `sh` that became
+                    // `gzip` by exec is gzip (prctl(PR_SET_NAME) too).
+                    t.comm.clone_from(prev_comm);
                     t.prio = *prev_prio;
                     let since = t.running_since.take().unwrap_or_else(|| cpu_last[cpu].max(t.woken_at.unwrap_or(t0)));
                     t.ran(since, now);
@@ -199,6 +192,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 cpu_curr[cpu] = *next_pid;
                 if *next_pid != 0 {
                     let t = tasks.entry(*next_pid).or_insert_with(|| Task::new(next_comm, *next_prio, now));
+                    t.comm.clone_from(next_comm);
                     t.running_since = Some(now);
                     t.woken_at = None;
                     if let Some(b) = t.blocked_since.take() {
@@ -236,6 +230,11 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, now));
             }
             SchedEventKind::Migrate { .. } => {}
+            SchedEventKind::Exec { pid, filename } => {
+                if let Some(t) = tasks.get_mut(pid) {
+                    t.comm = SchedEventKind::comm_after_exec(filename);
+                }
+            }
         }
     }
     // Close what is still open at the end of the trace.
