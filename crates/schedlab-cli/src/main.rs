@@ -339,7 +339,28 @@ pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload>
         if let Some(name) = ov.params.keys().next() {
             bail!("--param {name}: rt-app files have no parameters; edit the JSON instead");
         }
-        return Ok(schedlab_sim::rtapp::from_rtapp_json(&text, &origin, ov)?);
+        let mut ov = ov.clone();
+        let mut chosen = None;
+        if ov.cpus.is_none() {
+            // rt-app runs on the whole machine: so does its simulation,
+            // unless the file pins tasks to more CPUs than this one has.
+            let here = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+            let named = schedlab_sim::rtapp::cpus_named(&text).unwrap_or(0);
+            ov.cpus = Some(here.max(named));
+            chosen = Some(if named > here { "as many as its cpus lists name" } else { "this machine's count" });
+        }
+        let w = schedlab_sim::rtapp::from_rtapp_json(&text, &origin, &ov)?;
+        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if let Some(why) = chosen
+            && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!(
+                "schedlab: {}: {} CPUs, {why} (rt-app runs on the whole machine); --cpus N to choose",
+                c.workload,
+                w.nr_cpus()
+            );
+        }
+        return Ok(w);
     }
     let w = Workload::from_toml(&text, &origin, ov)?;
     for name in ov.params.keys() {

@@ -318,7 +318,9 @@ fn record_then_replay_a_real_command() {
     assert!(rec.exit_status.success());
     let (w, recorded) =
         schedlab_sim::replay::workload_from_trace(&rec.text, "live.trace", &Overrides::default()).unwrap();
-    let yes = recorded.cpu_time.iter().find(|(n, _)| n.starts_with("timeout") || n.starts_with("yes"));
+    // timeout forks and execs yes: the child is named by its comm after
+    // exec (sched_process_exec), yes, not by its parent's, timeout.
+    let yes = recorded.cpu_time.iter().find(|(n, _)| n.starts_with("yes-"));
     let (name, cpu) = yes.expect("the yes process is in the trace");
     // timeout 0.2 yes spins for about 200 ms.
     assert!((100_000_000..=260_000_000).contains(cpu), "{name} recorded {cpu} ns");

@@ -34,7 +34,7 @@ fn eevdf_replay_gives_back_the_recorded_cpu_time() {
         }
         checked += 1;
         let off = sim(name).abs_diff(*cpu) as f64 / *cpu as f64;
-        let limit = if name.starts_with("timeout") { 0.20 } else { 0.10 };
+        let limit = if name.starts_with("yes") { 0.20 } else { 0.10 };
         assert!(off <= limit, "{name}: recorded {cpu} ns, replayed {} ns ({:.1}% off)", sim(name), off * 100.0);
     }
     assert!(checked >= 3, "the three yes processes are in the trace");

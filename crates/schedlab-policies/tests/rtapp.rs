@@ -141,3 +141,29 @@ fn workgen_style_files_are_read_as_rt_app_reads_them() {
     let r = run(&rtapp(text, &cpus(1)), "cfs");
     assert_eq!(task_cpu(&r, "t"), 6 * NSEC_PER_MSEC, "both runs of both rounds, in order");
 }
+
+#[test]
+fn dl_runtime_on_sched_other_is_eevdf_s_custom_slice() {
+    // rt-app's doc/examples/custom-slice.json, its SCHED_DEADLINE thread
+    // made SCHED_OTHER: dl-runtime 100000 us is a 100 ms custom slice
+    // (clamped there by __setscheduler_params), 200000 us clamped to it.
+    let json = r#"{ "tasks": {
+        "thread0": { "loop": -1, "run": 20000, "policy": "SCHED_OTHER", "priority": -19, "dl-runtime": 100000 },
+        "thread1": { "loop": -1, "run": 20000, "policy": "SCHED_OTHER", "dl-runtime": 50 } },
+        "global": { "duration": 2, "calibration": "CPU0", "gnuplot": true } }"#;
+    let w = rtapp(json, &cpus(1));
+    assert_eq!(w.tasks[0].slice, Some(100 * NSEC_PER_MSEC));
+    assert_eq!(w.tasks[1].slice, Some(100_000), "50 us is clamped up to 0.1 ms");
+    let deadline =
+        json.replace(r#""policy": "SCHED_OTHER", "dl-runtime": 50"#, r#""policy": "SCHED_DEADLINE", "dl-runtime": 50"#);
+    let err = from_rtapp_json(&deadline, "cs.json", &cpus(1)).unwrap_err().to_string();
+    assert!(err.contains("SCHED_DEADLINE is not modelled"), "{err}");
+    // A phase that changes its CPUs is refused before its CPU numbers are
+    // checked against the machine: --cpus would not help.
+    let phased =
+        r#"{ "tasks": { "t": { "phases": { "p1": { "cpus": [7], "run": 10 } } } }, "global": { "duration": 1 } }"#;
+    let err = from_rtapp_json(phased, "ph.json", &cpus(1)).unwrap_err().to_string();
+    assert!(err.contains("phase \"p1\" changes \"cpus\""), "{err}");
+    // Without --cpus the machine has the CPUs the file names.
+    assert_eq!(schedlab_sim::rtapp::cpus_named(phased), Some(8));
+}

@@ -116,6 +116,9 @@ impl Json {
     }
 }
 
+/// Task keys a phase may not change: schedlab sets them when a task starts.
+const PHASE_FIXED: [&str; 5] = ["cpus", "policy", "priority", "taskgroup", "dl-runtime"];
+
 /// Event names in the order rt-app matches their prefixes.
 const EVENTS: [&str; 20] = [
     "lock", "unlock", "wait", "signal", "broad", "sync", "sleep", "runtime", "run", "timer", "suspend", "resume",
@@ -127,9 +130,9 @@ fn event_kind(key: &str) -> Option<&'static str> {
 }
 
 /// Keys of a task or phase object that are not events.
-const TASK_PROPS: [&str; 8] = ["instance", "delay", "loop", "phases", "cpus", "policy", "priority", "taskgroup"];
-const REFUSED_PROPS: [(&str, &str); 7] = [
-    ("dl-runtime", "SCHED_DEADLINE is not modelled"),
+const TASK_PROPS: [&str; 9] =
+    ["instance", "delay", "loop", "phases", "cpus", "policy", "priority", "taskgroup", "dl-runtime"];
+const REFUSED_PROPS: [(&str, &str); 6] = [
     ("dl-period", "SCHED_DEADLINE is not modelled"),
     ("dl-deadline", "SCHED_DEADLINE is not modelled"),
     ("util_min", "utilization clamping needs CPU frequency and capacity, which schedlab does not model"),
@@ -269,6 +272,29 @@ impl Conv<'_> {
                 Err(self.err(&p, format!("priority {n} is a nice value here (SCHED_OTHER) and outside -20..19")))
             }
             _ => Ok(0),
+        }
+    }
+
+    /// "dl-runtime" on a SCHED_OTHER or SCHED_BATCH task: rt-app passes it
+    /// as sched_attr.sched_runtime, which Linux 6.12+ takes as the task's
+    /// custom slice, clamped to 0.1 .. 100 ms (__setscheduler_params).
+    fn custom_slice(&self, obj: &Json, path: &[&str], policy: SchedPolicy) -> Result<Option<Nanos>, WorkloadError> {
+        let Some(v) = obj.get("dl-runtime") else { return Ok(None) };
+        let mut p = path.to_vec();
+        p.push("dl-runtime");
+        if !matches!(policy, SchedPolicy::Normal | SchedPolicy::Batch) {
+            return Err(self.err(
+                &p,
+                "\"dl-runtime\" is a custom slice only on SCHED_OTHER and SCHED_BATCH tasks; SCHED_DEADLINE is not \
+                 modelled",
+            ));
+        }
+        match v {
+            Json::Int(us) if *us > 0 => {
+                let ns = scaled(*us, NSEC_PER_USEC).ok_or_else(|| self.err(&p, beyond_horizon(*us, "us")))?;
+                Ok(Some(ns.clamp(100 * NSEC_PER_USEC, 100 * crate::time::NSEC_PER_MSEC)))
+            }
+            other => Err(self.err(&p, format!("\"dl-runtime\" is microseconds above 0, not {}", other.kind()))),
         }
     }
 
@@ -610,8 +636,41 @@ fn relax(text: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
-/// Reads an rt-app JSON file. The machine is not in the file: it is one
-/// CPU unless `--cpus` says otherwise.
+/// The CPUs an rt-app file names: one more than the highest CPU in any
+/// "cpus" list (of a task or a phase), if any is named. rt-app itself runs
+/// on the whole machine; a caller that knows the machine takes the larger
+/// of the two (see `from_rtapp_json`).
+pub fn cpus_named(text: &str) -> Option<u32> {
+    fn walk(j: &Json, best: &mut Option<u32>) {
+        match j {
+            Json::Obj(entries) => {
+                for (k, v) in entries {
+                    if let (true, Json::Arr(list)) = (k == "cpus", v) {
+                        for c in list {
+                            if let Json::Int(i) = c
+                                && let Ok(i) = u32::try_from(*i)
+                            {
+                                *best = Some(best.unwrap_or(0).max(i.saturating_add(1)));
+                            }
+                        }
+                    }
+                    walk(v, best);
+                }
+            }
+            Json::Arr(items) => items.iter().for_each(|v| walk(v, best)),
+            _ => {}
+        }
+    }
+    let top: Json = serde_json::from_str(&relax(text)).ok()?;
+    let mut best = None;
+    walk(&top, &mut best);
+    best
+}
+
+/// Reads an rt-app JSON file. The machine is not in the file: it has
+/// `--cpus` CPUs, or as many as the file's "cpus" lists name (one if none
+/// do); the command line gives this machine's count instead, as rt-app runs
+/// on the whole machine.
 pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workload, WorkloadError> {
     let relaxed = relax(text);
     let text = relaxed.as_str();
@@ -620,11 +679,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         line: e.line(),
         message: format!("not valid rt-app JSON: {e}"),
     })?;
-    let topology = Topology::flat(ov.cpus.unwrap_or(1)).map_err(|m| WorkloadError {
-        origin: "--cpus".into(),
-        line: 0,
-        message: m,
-    })?;
+    let cpus = ov.cpus.or_else(|| cpus_named(text)).unwrap_or(1);
+    let topology = Topology::flat(cpus).map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?;
     let mut conv = Conv {
         origin,
         text,
@@ -702,8 +758,26 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         if !matches!(t, Json::Obj(_)) {
             return Err(conv.err(&path, format!("task \"{name}\" is {}, not an object", t.kind())));
         }
+        // Refused first: a per-phase change cannot be fixed with --cpus,
+        // so it must not wait behind an error about the CPU numbers.
+        if let Some(Json::Obj(phases)) = t.get("phases") {
+            for (pname, phase) in phases {
+                for key in PHASE_FIXED {
+                    if phase.get(key).is_some() && phase.get(key) != t.get(key) {
+                        return Err(conv.err(
+                            &["tasks", name.as_str(), "phases", pname.as_str(), key],
+                            format!(
+                                "phase \"{pname}\" changes \"{key}\": schedlab fixes a task's {key} when it starts; \
+                                 set it on the task, or split the task"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
         let policy = conv.policy(t, &path, conv.default_policy)?;
         let nice = conv.nice(t, &path, policy)?;
+        let slice = conv.custom_slice(t, &path, policy)?;
         let affinity = conv.cpus(t, &path)?;
         let group = conv.taskgroup(t, &path)?;
         if group != 0 && policy.is_rt() {
@@ -725,19 +799,6 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
                     let ppath = ["tasks", name.as_str(), "phases", pname.as_str()];
                     if !matches!(phase, Json::Obj(_)) {
                         return Err(conv.err(&ppath, format!("phase \"{pname}\" is {}, not an object", phase.kind())));
-                    }
-                    for key in ["cpus", "policy", "priority", "taskgroup"] {
-                        if phase.get(key).is_some() && phase.get(key) != t.get(key) {
-                            let mut p = ppath.to_vec();
-                            p.push(key);
-                            return Err(conv.err(
-                                &p,
-                                format!(
-                                    "phase \"{pname}\" changes \"{key}\": schedlab fixes a task's {key} when it starts; \
-                                     set it on the task, or split the task"
-                                ),
-                            ));
-                        }
                     }
                     let start = program.len();
                     conv.events(phase, &ppath, idx, &mut program)?;
@@ -771,7 +832,7 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
             affinity,
             per_cpu: false,
             group,
-            slice: None,
+            slice,
             start: Dist::Const(delay),
             template: conv.instances[idx] == 0,
             program,
