@@ -13,7 +13,7 @@ use schedlab_policies::POLICIES;
 use schedlab_sim::Report;
 use schedlab_sim::report::HistSummary;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct Options {
     pub out: PathBuf,
@@ -505,7 +505,8 @@ fn makespan(doc: &mut Doc) -> Result<()> {
 
 /// Where `schedlab experiments` writes by default: docs/ of the checkout
 /// when run from one, else the current directory.
+/// ./schedlab-experiments: never the repository's tracked docs/, which
+/// holds the page made with --host on the project's machine.
 pub fn default_out() -> PathBuf {
-    let docs = Path::new("docs");
-    if docs.is_dir() { docs.to_path_buf() } else { PathBuf::from(".") }
+    PathBuf::from("schedlab-experiments")
 }

@@ -175,7 +175,7 @@ enum Command {
     /// write docs/experiments.md with its plots.
     Experiments {
         /// Directory for experiments.md and experiments/*.svg (default:
-        /// ./docs when it exists, else .).
+        /// ./schedlab-experiments; the repository's docs/ only when named).
         #[arg(long, value_name = "DIR")]
         out: Option<std::path::PathBuf>,
         /// Shorter runs and fewer points, for a quick look.
@@ -314,7 +314,11 @@ pub(crate) fn overrides(c: &Common) -> Overrides {
 }
 
 pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
-    load_workload_with(c, &overrides(c))
+    let w = load_workload_with(c, &overrides(c))?;
+    for lint in w.lints() {
+        eprintln!("schedlab: warning: {}: {lint}", c.workload);
+    }
+    Ok(w)
 }
 
 /// The workload `c` names, read with overrides `ov` in place of the
@@ -480,6 +484,7 @@ fn guest_main() -> ! {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run { common, sched, tasks } => {
+            one_scheduler("run", &sched)?;
             let w = load_workload(&common)?;
             let report = simulate(&w, &sched)?;
             if !structured_output(&common, std::slice::from_ref(&report), tasks, true)? {
@@ -491,6 +496,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Trace { common, sched, output, format } => {
+            one_scheduler("trace", &sched)?;
             let w = load_workload(&common)?;
             let format = match format.as_deref() {
                 Some("ftrace") => TraceFormat::Ftrace,
@@ -588,6 +594,15 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             let w = load_workload(&common)?;
             let names = policy_names(sched, &w)?;
+            if let Some(at) = timeline_at
+                && at >= w.duration
+            {
+                bail!(
+                    "--timeline-at {} is past the run's end at {}: give a time within it",
+                    format_duration(at),
+                    format_duration(w.duration)
+                );
+            }
             let (mut reports, mut timelines): (Vec<Report>, Vec<Option<Schedule>>) = if html.is_some() {
                 let from = timeline_at.unwrap_or(if w.duration >= 1_000_000_000 {
                     (w.duration / 2).saturating_sub(timeline_len / 2)
@@ -667,6 +682,14 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// `run` and `trace` simulate one scheduler; a list is for `compare`.
+fn one_scheduler(command: &str, sched: &str) -> Result<()> {
+    if sched.contains(',') {
+        bail!("{command} takes one scheduler, not '{sched}': use compare for several (compare --sched {sched})");
+    }
+    Ok(())
+}
+
 fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
     let names: Vec<String> =
         if sched.is_empty() { POLICIES.iter().map(|p| p.name.to_string()).collect() } else { sched };
@@ -674,6 +697,38 @@ fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
         if !POLICIES.iter().any(|p| p.name == n) {
             // Build once for the error message naming the choices.
             schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
+        }
+    }
+    // A tunable is one policy's: say which of those compared have it.
+    let mut bare = w.clone();
+    bare.tunables.clear();
+    let known: Vec<Vec<&'static str>> = names
+        .iter()
+        .map(|n| {
+            schedlab_policies::build(n, &bare)
+                .map(|p| p.tunables().iter().map(|t| t.name).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    for tunable in w.tunables.keys() {
+        let (have, lack): (Vec<_>, Vec<_>) = names.iter().zip(&known).partition(|(_, k)| k.contains(&tunable.as_str()));
+        if !lack.is_empty() {
+            let list = |v: &[(&String, &Vec<&str>)]| v.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(",");
+            bail!(
+                "--set {tunable}: {} {} no such tunable{}",
+                list(&lack),
+                if lack.len() == 1 { "has" } else { "have" },
+                if have.is_empty() {
+                    " (see schedlab list)".to_string()
+                } else {
+                    format!(
+                        "; {} {}: pass --sched {}",
+                        list(&have),
+                        if have.len() == 1 { "has it" } else { "have it" },
+                        list(&have)
+                    )
+                }
+            );
         }
     }
     Ok(names)
@@ -736,11 +791,19 @@ fn calibrate(samples: f64) -> Result<()> {
     let (trips, wakeups, yields) = c.samples;
     let k = schedlab_host::info::read();
     println!(
-        "Linux {}, {} CPUs usable, HZ={}: medians of batches, on a quiet machine only\n",
+        "Linux {}, {} CPUs usable, HZ={}: medians of batches; other processes took {:.1}% of the CPUs measured\n",
         k.release,
         c.cpus_allowed,
-        k.hz.map_or("unknown".to_string(), |hz| hz.to_string())
+        k.hz.map_or("unknown".to_string(), |hz| hz.to_string()),
+        c.other_load_pct
     );
+    if c.other_load_pct > 5.0 {
+        eprintln!(
+            "schedlab: calibrate: other processes took {:.1}% of the CPUs measured: these are not this kernel's \
+             costs on a quiet machine; run again when it is quiet",
+            c.other_load_pct
+        );
+    }
     println!(
         "context_switch  {:>10}  per hop of a token between two threads on CPU {} ({trips} round trips)",
         us(c.context_switch),

@@ -43,6 +43,9 @@ pub struct Calibration {
     pub syscall: Nanos,
     /// Round trips, wakeups and yields measured.
     pub samples: (u32, u32, u32),
+    /// CPU time other processes took on the CPUs measured, in % of their
+    /// time: the figures are this kernel's floor only when it is near 0.
+    pub other_load_pct: f64,
 }
 
 impl Calibration {
@@ -92,6 +95,14 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     };
     let other_cpu = allowed.get(1).copied();
     let (trips, wakeups, yields) = (count(20_000.0), count(2_000.0), count(200_000.0));
+    let used: Vec<usize> = std::iter::once(cpu).chain(other_cpu).collect();
+    let busy = || -> (u64, std::time::Instant) {
+        let stat = sys::cpu_times();
+        let jiffy = 1_000_000_000 / sys::user_hz();
+        let machine: u64 = used.iter().map(|&c| stat.get(c).map_or(0, |s| s.0) * jiffy).sum();
+        (machine.saturating_sub(sys::process_cpu_time()), std::time::Instant::now())
+    };
+    let (other0, t0) = busy();
     let context_switch = ping_pong(cpu, trips)?;
     let syscall = yield_cost(cpu, yields)?;
     let (idle_wakeup, deep_idle) = match other_cpu {
@@ -107,7 +118,11 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         }
         None => (None, Vec::new()),
     };
+    let (other1, t1) = busy();
+    let span = (t1 - t0).as_nanos() as f64 * used.len() as f64;
+    let other_load_pct = other1.saturating_sub(other0) as f64 / span.max(1.0) * 100.0;
     Ok(Calibration {
+        other_load_pct,
         cpus_allowed: allowed.len(),
         cpu,
         other_cpu,
@@ -241,6 +256,7 @@ mod tests {
     fn costs_come_out_as_flags_and_toml_the_simulator_reads() {
         let c = Calibration {
             cpus_allowed: 2,
+            other_load_pct: 0.0,
             cpu: 0,
             other_cpu: Some(1),
             context_switch: 4_100,

@@ -270,6 +270,11 @@ pub fn cpu_times() -> Vec<(u64, u64)> {
     out
 }
 
+/// CPU time of this whole process (every thread, user and system), ns.
+pub fn process_cpu_time() -> Nanos {
+    clock(libc::CLOCK_PROCESS_CPUTIME_ID)
+}
+
 /// USER_HZ, the unit of /proc/stat.
 pub fn user_hz() -> u64 {
     // SAFETY: sysconf has no side effects.

@@ -711,6 +711,40 @@ impl Workload {
         self.tasks.iter().filter(|t| !t.template).map(|t| t.count as u64).sum()
     }
 
+    /// What is legal in a workload but almost surely not meant: a channel
+    /// or condition some task waits on and no task signals (its waiters
+    /// sleep for the rest of the run).
+    pub fn lints(&self) -> Vec<String> {
+        let (mut chan_wait, mut chan_signal) = (vec![false; self.channels.len()], vec![false; self.channels.len()]);
+        let (mut cond_wait, mut cond_signal) = (vec![false; self.conds.len()], vec![false; self.conds.len()]);
+        for op in self.tasks.iter().flat_map(|t| &t.program) {
+            match op {
+                Op::Wait(c) => chan_wait[*c as usize] = true,
+                Op::Signal(c) => chan_signal[*c as usize] = true,
+                Op::CondWait { cond, .. } => cond_wait[*cond as usize] = true,
+                Op::CondSignal(c) | Op::CondBroadcast(c) => cond_signal[*c as usize] = true,
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        for (i, ch) in self.channels.iter().enumerate() {
+            if chan_wait[i] && !chan_signal[i] {
+                out.push(format!(
+                    "channel '{}' is waited on but no task signals it: its waiters sleep for the rest of the run",
+                    ch.name
+                ));
+            }
+        }
+        for (i, name) in self.conds.iter().enumerate() {
+            if cond_wait[i] && !cond_signal[i] {
+                out.push(format!(
+                    "condition '{name}' is waited on but no task signals it: its waiters sleep for the rest of the run"
+                ));
+            }
+        }
+        out
+    }
+
     /// Refuses a workload that starts more than MAX_TASKS tasks in all:
     /// the count of one entry is bounded, but a file (or a trace) of many
     /// entries could ask for any number.
@@ -979,5 +1013,14 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         let entry = |i: u32| format!("[[task]]\nname = \"t{i}\"\ncount = 600000\nprogram = [ {{ run = \"1ms\" }} ]\n");
         let err = Workload::from_toml(&(entry(0) + &entry(1)), "big.toml", &Overrides::default()).unwrap_err();
         assert!(err.to_string().contains("starts 1200000 tasks: schedlab simulates at most 1000000"), "{err}");
+    }
+
+    #[test]
+    fn a_channel_nobody_signals_is_pointed_out() {
+        let w = load("[[task]]\nname = \"a\"\nprogram = [ { wait = \"go\" }, { run = \"1ms\" } ]\n").unwrap();
+        assert_eq!(w.lints().len(), 1);
+        assert!(w.lints()[0].contains("channel 'go' is waited on but no task signals it"));
+        let w = load("[[task]]\nname = \"a\"\nprogram = [ { wait = \"go\" } ]\n[[task]]\nname = \"b\"\nprogram = [ { signal = \"go\" } ]\n").unwrap();
+        assert!(w.lints().is_empty());
     }
 }
