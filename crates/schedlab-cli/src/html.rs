@@ -47,7 +47,7 @@ document.body.dataset.schedlabReady = String(JSON.parse(document.getElementById(
 fn comparison_table(reports: &[Report]) -> String {
     let mut out = String::from(
         "<table class=\"sortable\"><thead><tr><th>scheduler</th><th>ctxsw/s</th><th>invol/s</th><th>migr/s</th>\
-         <th>share min %</th><th>share avg %</th><th>share max %</th><th>Jain</th><th>wake avg us</th>\
+         <th>share min %</th><th>share avg %</th><th>share max %</th><th>Jain/kind</th><th>wake avg us</th>\
          <th>wake p99 us</th><th>wake max us</th><th>run/switch p50 us</th><th>runs/s</th><th>makespan ms</th>\
          <th>util %</th></tr></thead><tbody>",
     );
@@ -59,16 +59,16 @@ fn comparison_table(reports: &[Report]) -> String {
         let wake = |v: u64| if w.count == 0 { "-".to_string() } else { us(v) };
         let rps = &r.runtime_per_switch;
         let source = if r.source == "host" { " (real kernel)" } else { "" };
+        let jain = t.jain_fairness_min_spec.map_or("-".into(), |j| format!("{j:.3}"));
         let _ = write!(
             out,
             "<tr><td>{}{source}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{smin:.1}</td><td>{savg:.1}</td>\
-             <td>{smax:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td>\
+             <td>{smax:.1}</td><td>{jain}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td>\
              <td>{:.1}</td></tr>",
             svg::esc(&r.scheduler),
             t.context_switches_per_sec,
             t.involuntary_switches as f64 / secs,
             t.migrations as f64 / secs,
-            t.jain_fairness,
             wake(w.mean),
             wake(w.p99),
             wake(w.max),

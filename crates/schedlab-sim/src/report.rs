@@ -213,6 +213,10 @@ pub struct SpecReport {
     pub cpu_share_min_pct: f64,
     pub cpu_share_avg_pct: f64,
     pub cpu_share_max_pct: f64,
+    /// Jain's index over the CPU time of this entry's tasks that lived the
+    /// whole run (None with fewer than two): fairness among like tasks.
+    #[serde(default)]
+    pub jain_fairness: Option<f64>,
     pub wakeup_latency: HistSummary,
     pub runtime_per_switch: HistSummary,
 }
@@ -236,6 +240,11 @@ pub struct Totals {
     /// Jain's index over the CPU time of the tasks that lived the whole run:
     /// 1.0 when all got the same, 1/n when one got everything.
     pub jain_fairness: f64,
+    /// The lowest per-entry Jain index (entries with two or more tasks
+    /// alive the whole run): fairness among tasks of one kind, which the
+    /// index over all tasks mixes with their kinds' different demands.
+    #[serde(default)]
+    pub jain_fairness_min_spec: Option<f64>,
     /// CPU time the task programs asked for and got (their `run` ops).
     pub work_done_ns: Nanos,
     /// Completed `run` ops per second of wall time.
@@ -346,6 +355,7 @@ pub fn assemble(
     let secs = stop.max(1) as f64 / 1e9;
     let (mut vol, mut invol, mut work, mut runs) = (0, 0, 0, 0);
     let mut full_life = Vec::new();
+    let mut full_life_of_spec = Vec::with_capacity(raw.len());
     let mut tasks = Vec::with_capacity(raw.len());
     for t in raw {
         let life = t.exited.unwrap_or(stop).saturating_sub(t.created).max(1);
@@ -353,9 +363,11 @@ pub fn assemble(
         invol += t.involuntary;
         work += t.work;
         runs += t.runs;
-        if t.created == 0 && t.exited.is_none() {
+        let whole_run = t.created == 0 && t.exited.is_none();
+        if whole_run {
             full_life.push(t.cpu_time as f64);
         }
+        full_life_of_spec.push(whole_run);
         tasks.push(TaskReport {
             name: t.name,
             spec: t.spec,
@@ -381,7 +393,14 @@ pub fn assemble(
         if shares.is_empty() {
             continue;
         }
+        let whole: Vec<f64> = tasks
+            .iter()
+            .zip(&full_life_of_spec)
+            .filter(|(t, whole)| t.spec == i as u32 && **whole)
+            .map(|(t, _)| t.cpu_time_ns as f64)
+            .collect();
         specs.push(SpecReport {
+            jain_fairness: (whole.len() >= 2).then(|| jain_index(&whole)),
             name: name.clone(),
             tasks: shares.len() as u64,
             cpu_share_min_pct: shares.iter().cloned().fold(f64::INFINITY, f64::min),
@@ -412,6 +431,7 @@ pub fn assemble(
             involuntary_switches: invol,
             migrations: frame.migrations,
             jain_fairness: jain_index(&full_life),
+            jain_fairness_min_spec: specs.iter().filter_map(|s| s.jain_fairness).min_by(f64::total_cmp),
             work_done_ns: work,
             throughput_runs_per_sec: runs as f64 / secs,
             makespan_ns: frame.finished.then_some(stop),
@@ -475,6 +495,7 @@ pub const SUMMARY_COLUMNS: &[&str] = &[
     "runtime_per_switch_p99_ns",
     "runtime_per_switch_p999_ns",
     "runtime_per_switch_max_ns",
+    "jain_fairness_min_spec",
 ];
 
 /// Columns of the per-task CSV (one row per task per report).
@@ -553,6 +574,7 @@ impl Report {
         ];
         hist_cells(&self.wakeup_latency, &mut out);
         hist_cells(&self.runtime_per_switch, &mut out);
+        out.push(opt(t.jain_fairness_min_spec));
         debug_assert_eq!(out.len(), SUMMARY_COLUMNS.len());
         out
     }

@@ -1,0 +1,45 @@
+//! The README's sample outputs are what schedlab prints today: every code
+//! block that starts with one `$ schedlab ...` line is run and its output
+//! compared line by line (simulations are deterministic). A block with more
+//! than one command line, or none, is prose and not checked.
+
+use std::process::Command;
+
+#[test]
+fn readme_samples_are_what_schedlab_prints() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut current: Option<Vec<&str>> = None;
+    for line in readme.lines() {
+        match (&mut current, line.starts_with("```")) {
+            (None, true) => current = Some(Vec::new()),
+            (Some(_), true) => blocks.push(current.take().expect("open block")),
+            (Some(b), false) => b.push(line),
+            (None, false) => {}
+        }
+    }
+    let mut checked = 0;
+    for block in blocks {
+        let commands = block.iter().filter(|l| l.starts_with("$ ")).count();
+        let Some(cmd) = block.first().and_then(|l| l.strip_prefix("$ schedlab ")) else { continue };
+        if commands != 1 {
+            continue;
+        }
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab")).args(cmd.split_whitespace()).output().unwrap();
+        assert!(out.status.success(), "README: `schedlab {cmd}` failed: {}", String::from_utf8_lossy(&out.stderr));
+        let printed = String::from_utf8_lossy(&out.stdout);
+        let printed: Vec<&str> = printed.lines().map(str::trim_end).collect();
+        let shown: Vec<&str> = block[1..].iter().map(|l| l.trim_end()).collect();
+        for (i, (want, got)) in shown.iter().zip(&printed).enumerate() {
+            assert_eq!(
+                want,
+                got,
+                "README sample of `schedlab {cmd}` is stale at its line {}: paste the command's output anew",
+                i + 1
+            );
+        }
+        assert_eq!(shown.len(), printed.len(), "README sample of `schedlab {cmd}` has a different number of lines");
+        checked += 1;
+    }
+    assert!(checked >= 2, "the README's samples were not found ({checked} checked)");
+}
