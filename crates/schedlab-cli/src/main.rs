@@ -331,11 +331,18 @@ pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload>
         (text, c.workload.clone())
     } else if let Some(text) = scenarios::builtin(&c.workload) {
         (text.to_string(), format!("scenarios/{}.toml", c.workload))
+    } else if schedlab_sim::presets::is_preset(&c.workload) {
+        // A tool's command line runs on the whole machine, as the tool does.
+        let cpus = ov.cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
+        let text = schedlab_sim::presets::toml(&c.workload, cpus).map_err(|e| anyhow!("{e}"))?;
+        (text, c.workload.clone())
     } else {
         bail!(
-            "no file and no built-in scenario named '{}': give a path to a workload (TOML, or rt-app JSON) or one of: {}",
+            "no file, built-in scenario or tool command named '{}': give a path to a workload (TOML, or rt-app JSON), \
+             one of {}, or a command of {} (e.g. 'stress-ng --cpu 4')",
             c.workload,
-            scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
+            schedlab_sim::presets::TOOLS.join(", ")
         );
     };
     let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
@@ -629,14 +636,14 @@ fn run(cli: Cli) -> Result<()> {
                 reports.push(vm::run(&common, &w, file, name, &vm_opts, &host_opts)?);
                 timelines.push(None);
             }
-            let heading = format!(
-                "{}: {} CPUs, HZ={}, {} simulated, seed {}",
-                w.name,
-                w.nr_cpus(),
-                w.machine.hz,
-                schedlab_sim::time::format_duration(w.duration),
-                w.seed
-            );
+            // A finite workload's runs end when its last task exits: the
+            // horizon it was given says nothing.
+            let span = if reports.iter().all(|r| r.totals.makespan_ns.is_some()) {
+                "until every task exited (see makespan)".to_string()
+            } else {
+                format!("{} simulated", format_duration(w.duration))
+            };
+            let heading = format!("{}: {} CPUs, HZ={}, {span}, seed {}", w.name, w.nr_cpus(), w.machine.hz, w.seed);
             if let Some(path) = &html {
                 let page = html::page(&format!("schedlab: {}", w.name), &heading, &reports, &timelines);
                 std::fs::write(path, page).with_context(|| {
@@ -782,6 +789,18 @@ fn list() {
     println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
     for (name, text) in scenarios::SCENARIOS {
         println!("  {name:<22} {}", scenarios::summary(text));
+    }
+    println!("\nTool command lines as workloads (quote them; join several with ' + '):\n");
+    for example in [
+        "stress-ng --cpu 24 --cpu-method loop --timeout 10s",
+        "cyclictest --smp -p 80 -i 1000 -D 5s",
+        "cyclictest -t -a -i 1000 + stress-ng --cpu 24",
+        "hackbench -g 10 -l 1000",
+        "perf bench sched messaging -g 10",
+        "perf bench sched pipe -l 100000",
+        "lat_ctx -s 0 2",
+    ] {
+        println!("  '{example}'");
     }
 }
 

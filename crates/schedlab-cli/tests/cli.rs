@@ -56,7 +56,7 @@ fn histograms_print_in_bpftrace_layout() {
 
 #[test]
 fn bad_input_gets_one_clear_error() {
-    fails_with(&["run", "no-such-workload"], "no file and no built-in scenario named 'no-such-workload'");
+    fails_with(&["run", "no-such-workload"], "no file, built-in scenario or tool command named 'no-such-workload'");
     fails_with(&["run", "thread-test", "--sched", "bfs2"], "unknown scheduler 'bfs2': choose one of cfs, eevdf");
     fails_with(&["compare", "thread-test", "--sched", "cfs,nope"], "unknown scheduler 'nope'");
     fails_with(&["run", "thread-test", "--set", "bogus_ns=1"], "unknown tunable 'bogus_ns'");
@@ -318,4 +318,34 @@ fn record_checks_its_output_first_and_keeps_the_trace_on_sigterm() {
     let instance = format!("/sys/kernel/tracing/instances/schedlab-{}", child.id());
     assert!(!std::path::Path::new(&instance).exists(), "{instance} left tracing the machine");
     let _ = std::fs::remove_file(&trace);
+}
+
+#[test]
+fn the_classic_tools_command_lines_are_workloads() {
+    // jitterdebugger's experiment in one line: cyclictest beside stress-ng.
+    let out = schedlab(&[
+        "run",
+        "cyclictest --smp -i 1000 + stress-ng --cpu 6",
+        "--cpus",
+        "2",
+        "--duration",
+        "500ms",
+        "--sched",
+        "cfs",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let spec = |name: &str| r["specs"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(spec("cyclictest")["tasks"], 2, "--smp: one thread per CPU");
+    assert_eq!(spec("stress-ng-cpu")["tasks"], 6);
+    // 1 ms timers for 0.5 s on each of 2 threads.
+    let wakeups = spec("cyclictest")["wakeup_latency"]["count"].as_u64().unwrap();
+    assert!((900..=1000).contains(&wakeups), "{wakeups} cyclictest wakeups");
+    // hackbench ends by itself: its figure is the makespan.
+    let out = schedlab(&["run", "hackbench -g 1 -f 4 -l 20", "--cpus", "2", "--json"]);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(r["totals"]["makespan_ns"].as_u64().is_some_and(|m| m > 0), "{}", r["totals"]);
+    fails_with(&["run", "stress-ng --vm 2"], "'--vm' is not a flag schedlab models");
+    fails_with(&["run", "nosuchtool -x"], "or a command of stress-ng, cyclictest");
 }

@@ -5,6 +5,7 @@ pub mod dist;
 pub mod engine;
 pub mod ftrace;
 pub mod policy;
+pub mod presets;
 mod queue;
 pub mod replay;
 pub mod report;
