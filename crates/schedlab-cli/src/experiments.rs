@@ -257,7 +257,14 @@ fn smp_fairness(doc: &mut Doc) -> Result<()> {
     doc.text.push_str(&md_table(&headers, &rows));
     let panels: Vec<svg::BarPanel> = reports
         .iter()
-        .map(|r| (r.scheduler.clone(), r.tasks.iter().map(|t| (t.name.clone(), t.cpu_share_pct)).collect()))
+        .map(|r| {
+            let bars = r
+                .tasks
+                .iter()
+                .map(|t| svg::Bar { label: t.name.clone(), group: t.name.clone(), value: t.cpu_share_pct })
+                .collect();
+            (r.scheduler.clone(), bars)
+        })
         .collect();
     doc.plot(
         "smp-fairness.svg",

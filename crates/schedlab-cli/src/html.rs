@@ -88,10 +88,28 @@ fn share_panels(reports: &[Report]) -> (Vec<svg::BarPanel>, bool) {
     let panels = reports
         .iter()
         .map(|r| {
+            // specs[] lists the entries that have tasks, in entry order.
+            let mut entries: Vec<u32> = r.tasks.iter().map(|t| t.spec).collect();
+            entries.sort_unstable();
+            entries.dedup();
+            let spec_name = |t: &schedlab_sim::report::TaskReport| {
+                let k = entries.binary_search(&t.spec).unwrap_or(0);
+                r.specs.get(k).map_or(String::new(), |s| s.name.clone())
+            };
             let bars = if per_task {
-                r.tasks.iter().map(|t| (t.name.clone(), t.cpu_share_pct)).collect()
+                r.tasks
+                    .iter()
+                    .map(|t| svg::Bar { label: t.name.clone(), group: spec_name(t), value: t.cpu_share_pct })
+                    .collect()
             } else {
-                r.specs.iter().map(|s| (format!("{} (avg of {})", s.name, s.tasks), s.cpu_share_avg_pct)).collect()
+                r.specs
+                    .iter()
+                    .map(|s| svg::Bar {
+                        label: format!("{} (avg of {})", s.name, s.tasks),
+                        group: format!("{} (avg)", s.name),
+                        value: s.cpu_share_avg_pct,
+                    })
+                    .collect()
             };
             (r.scheduler.clone(), bars)
         })

@@ -199,19 +199,94 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// What a plot's values are, for its tick labels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Unit {
+    /// Counts and rates: 250, 12k, 3M.
+    Count,
+    /// Nanoseconds, labelled in the unit that reads best: 8s, 400ms.
+    Nanos,
+}
+
+/// A report column's name as an axis reads it, and its unit:
+/// `context_switches_per_sec` is "context switches/s", `makespan_ns` is
+/// "makespan" in time units.
+pub fn metric_label(column: &str) -> (String, Unit) {
+    let (base, unit) = match column.strip_suffix("_ns") {
+        Some(b) => (b, Unit::Nanos),
+        None => (column, Unit::Count),
+    };
+    let label = match base {
+        "jain_fairness" => "Jain's fairness index (all tasks)".to_string(),
+        "jain_fairness_min_spec" => "Jain's fairness index (lowest kind)".to_string(),
+        _ => base.replace("_per_sec", "/s").replace("_pct", " %").replace('_', " "),
+    };
+    (label, unit)
+}
+
 pub struct LinePlot<'a> {
     pub title: &'a str,
     pub x_title: &'a str,
     pub y_title: &'a str,
+    pub y_unit: Unit,
     pub x_log: bool,
     pub y_log: bool,
     pub series: &'a [Series],
 }
 
+/// Characters of a legend line (11 px sans-serif in 165 px).
+const LEGEND_CHARS: usize = 26;
+
+/// A marker per line, so lines that cross or run close stay apart.
+fn marker(out: &mut String, shape: usize, x: f64, y: f64, color: &str) {
+    let _ = match shape % 4 {
+        0 => write!(out, r#"<circle cx="{x:.1}" cy="{y:.1}" r="2.6" fill="{color}"/>"#),
+        1 => write!(out, r#"<rect x="{:.1}" y="{:.1}" width="5" height="5" fill="{color}"/>"#, x - 2.5, y - 2.5),
+        2 => write!(
+            out,
+            r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{color}"/>"#,
+            y - 3.2,
+            x + 3.0,
+            y + 2.4,
+            x - 3.0,
+            y + 2.4
+        ),
+        _ => write!(
+            out,
+            r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{color}"/>"#,
+            y - 3.4,
+            x + 3.4,
+            y + 3.4,
+            x - 3.4
+        ),
+    };
+}
+
+/// Series whose points all lie within `tolerance` of each other's: drawn
+/// once, so that one line does not hide the others, and named together.
+fn merge_coinciding(series: &[Series], tolerance: f64) -> Vec<(Vec<&str>, &Series)> {
+    let mut groups: Vec<(Vec<&str>, &Series)> = Vec::new();
+    for s in series {
+        let same = |other: &Series| {
+            other.points.len() == s.points.len()
+                && other
+                    .points
+                    .iter()
+                    .zip(&s.points)
+                    .all(|(a, b)| a.0 == b.0 && ((a.1 - b.1).abs() <= tolerance || (a.1.is_nan() && b.1.is_nan())))
+        };
+        match groups.iter_mut().find(|(_, first)| same(first)) {
+            Some((names, _)) => names.push(&s.name),
+            None => groups.push((vec![&s.name], s)),
+        }
+    }
+    groups
+}
+
 impl LinePlot<'_> {
     pub fn svg(&self) -> String {
-        let (w, h) = (760.0, 420.0);
-        let legend_w = 130.0;
+        let (w, h) = (820.0, 420.0);
+        let legend_w = 190.0;
         let pts = || self.series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
         let positive = |v: f64, log: bool| !log || v > 0.0;
         let xs: Vec<f64> = pts().map(|p| p.0).filter(|v| positive(*v, self.x_log)).collect();
@@ -228,35 +303,60 @@ impl LinePlot<'_> {
             y: Axis::new(ylo, yhi, self.y_log, h - 45.0, 30.0),
         };
         let mut out = open_svg(w, h, self.title, 18.0);
-        frame.draw(&mut out, self.x_title, self.y_title, &number_label, &number_label);
-        for (i, s) in self.series.iter().enumerate() {
+        let fy: &dyn Fn(f64) -> String = match self.y_unit {
+            Unit::Count => &number_label,
+            Unit::Nanos => &time_label,
+        };
+        frame.draw(&mut out, self.x_title, self.y_title, &number_label, fy);
+        // Lines less than half a pixel apart everywhere are one line.
+        let tolerance = if self.y_log { 0.0 } else { (yhi - ylo).abs() / (h - 75.0) * 0.5 };
+        let mut ly = 40.0;
+        for (i, (names, s)) in merge_coinciding(self.series, tolerance).into_iter().enumerate() {
             let color = PALETTE[i % PALETTE.len()];
             let dash = if i >= PALETTE.len() { r#" stroke-dasharray="4 3""# } else { "" };
-            let path: Vec<String> = s
+            let path: Vec<(f64, f64)> = s
                 .points
                 .iter()
                 .filter(|p| positive(p.0, self.x_log) && positive(p.1, self.y_log) && p.1.is_finite())
-                .map(|&(x, y)| format!("{:.1},{:.1}", frame.x.map(x), frame.y.map(y)))
+                .map(|&(x, y)| (frame.x.map(x), frame.y.map(y)))
                 .collect();
+            let coords: Vec<String> = path.iter().map(|(x, y)| format!("{x:.1},{y:.1}")).collect();
             let _ = write!(
                 out,
                 r#"<polyline fill="none" stroke="{color}" stroke-width="1.8"{dash} points="{}"/>"#,
-                path.join(" ")
+                coords.join(" ")
             );
-            for p in &path {
-                let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-                let _ = write!(out, r#"<circle cx="{x}" cy="{y}" r="2.2" fill="{color}"/>"#);
+            for &(x, y) in &path {
+                marker(&mut out, i, x, y, color);
             }
-            let ly = 40.0 + i as f64 * 16.0;
             let lx = w - legend_w;
             let _ = write!(
                 out,
-                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{}" y="{}" font-size="11">{}</text>"#,
-                lx + 18.0,
-                lx + 23.0,
-                ly + 4.0,
-                esc(&s.name)
+                r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/>"#,
+                lx + 18.0
             );
+            marker(&mut out, i, lx + 9.0, ly, color);
+            // Coinciding lines share an entry: "bmq = pds = tt", wrapped.
+            let mut lines: Vec<String> = vec![String::new()];
+            for (k, name) in names.iter().enumerate() {
+                let piece = if k + 1 < names.len() { format!("{name} = ") } else { name.to_string() };
+                let last = lines.last_mut().expect("one line at least");
+                if !last.is_empty() && last.len() + piece.trim_end().len() > LEGEND_CHARS {
+                    lines.push(piece);
+                } else {
+                    last.push_str(&piece);
+                }
+            }
+            for (k, text) in lines.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    r#"<text x="{}" y="{}" font-size="11">{}</text>"#,
+                    lx + 23.0,
+                    ly + 4.0 + k as f64 * 13.0,
+                    esc(text.trim_end())
+                );
+            }
+            ly += 16.0 + (lines.len() - 1) as f64 * 13.0;
         }
         out.push_str("</svg>");
         out
@@ -295,7 +395,9 @@ fn panel_title(out: &mut String, ox: f64, oy: f64, name: &str) {
 pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]) -> String {
     let mut out = open_panels(title, panels.len());
     let lo = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.lo.max(1)).min().unwrap_or(1) as f64;
-    let hi = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.hi).max().unwrap_or(2) as f64;
+    // Half a bucket of room past the last one, so it does not end on the
+    // frame and look cut off.
+    let hi = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.hi).max().unwrap_or(2) as f64 * 1.5;
     let top = panels.iter().flat_map(|(_, s)| s.buckets.iter()).map(|b| b.count).max().unwrap_or(1).max(1) as f64;
     for (i, (name, s)) in panels.iter().enumerate() {
         let (ox, oy) = panel_origin(i);
@@ -326,7 +428,7 @@ pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]
                 let (tx, anchor) = if x > frame.x.px1 - 70.0 { (x - 2.0, "end") } else { (x + 2.0, "start") };
                 let _ = write!(
                     out,
-                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333" stroke-dasharray="{dash}"/><text x="{tx:.1}" y="{}" font-size="9" text-anchor="{anchor}">{label} {}</text>"##,
+                    r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#333" stroke-dasharray="{dash}"/><text x="{tx:.1}" y="{}" font-size="9" text-anchor="{anchor}" stroke="#fff" stroke-width="3" paint-order="stroke">{label} {}</text>"##,
                     frame.y.px0,
                     frame.y.px1,
                     frame.y.px1 + if label == "max" { 20.0 } else { 10.0 },
@@ -346,15 +448,38 @@ pub fn hist_panels(title: &str, x_title: &str, panels: &[(String, &HistSummary)]
     out
 }
 
-/// A panel of bars: its title and (label, value) per bar.
-pub type BarPanel = (String, Vec<(String, f64)>);
+/// One bar: what it is (a task), the group it belongs to (its [[task]]
+/// entry), its value.
+pub struct Bar {
+    pub label: String,
+    pub group: String,
+    pub value: f64,
+}
+
+/// A panel of bars: its title and its bars, groups kept together.
+pub type BarPanel = (String, Vec<Bar>);
+
+/// Pixels a character of `size` px sans-serif takes, about: for fitting
+/// labels without font metrics.
+fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.58
+}
+
+/// `text` cut to fit `width` px at `size`, with an ellipsis.
+fn fit(text: &str, width: f64, size: f64) -> String {
+    if text_width(text, size) <= width {
+        return text.to_string();
+    }
+    let keep = ((width / (size * 0.58)) as usize).saturating_sub(1);
+    if keep == 0 { String::new() } else { format!("{}…", text.chars().take(keep).collect::<String>()) }
+}
 
 /// A bar per (label, value) in each panel, panels sharing the value axis:
 /// per-task CPU share, one panel per scheduler. `reference` draws a dashed
 /// line at the fair value.
 pub fn bar_panels(title: &str, y_title: &str, panels: &[BarPanel], reference: Option<f64>) -> String {
     let mut out = open_panels(title, panels.len());
-    let top = panels.iter().flat_map(|(_, b)| b.iter().map(|x| x.1)).chain(reference).fold(0.0, f64::max).max(1e-9);
+    let top = panels.iter().flat_map(|(_, b)| b.iter().map(|x| x.value)).chain(reference).fold(0.0, f64::max).max(1e-9);
     for (i, (name, bars)) in panels.iter().enumerate() {
         let (ox, oy) = panel_origin(i);
         let frame = Frame {
@@ -364,25 +489,43 @@ pub fn bar_panels(title: &str, y_title: &str, panels: &[BarPanel], reference: Op
         // Bars are categories: no numeric x ticks.
         frame.draw(&mut out, "", y_title, &|_| String::new(), &number_label);
         panel_title(&mut out, ox, oy, name);
-        let _ = write!(
-            out,
-            r#"<text x="{:.1}" y="{}" font-size="10" text-anchor="middle">{} tasks</text>"#,
-            (frame.x.px0 + frame.x.px1) / 2.0,
-            frame.y.px0 + 24.0,
-            bars.len()
-        );
         let color = PALETTE[i % PALETTE.len()];
         let bw = (frame.x.px1 - frame.x.px0) / bars.len().max(1) as f64;
-        for (j, (label, v)) in bars.iter().enumerate() {
-            let y = frame.y.map(*v);
+        for (j, b) in bars.iter().enumerate() {
+            let y = frame.y.map(b.value);
             let _ = write!(
                 out,
-                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {v:.2}</title></rect>"#,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{color}"><title>{}: {:.2}</title></rect>"#,
                 frame.x.px0 + j as f64 * bw + bw * 0.1,
                 bw * 0.8,
                 (frame.y.px0 - y).max(0.0),
-                esc(label)
+                esc(&b.label),
+                b.value
             );
+        }
+        // Under each run of bars of one group, the group's name (cut to
+        // its width; the full name on hover), with a tick at each end.
+        let mut j = 0;
+        while j < bars.len() {
+            let mut e = j + 1;
+            while e < bars.len() && bars[e].group == bars[j].group {
+                e += 1;
+            }
+            let (a, b) = (frame.x.px0 + j as f64 * bw, frame.x.px0 + e as f64 * bw);
+            let name = if e - j > 1 { format!("{} ×{}", bars[j].group, e - j) } else { bars[j].group.clone() };
+            let _ = write!(
+                out,
+                r##"<line x1="{:.1}" y1="{}" x2="{:.1}" y2="{}" stroke="#999"/><text x="{:.1}" y="{}" font-size="10" text-anchor="middle"><title>{}</title>{}</text>"##,
+                a + 2.0,
+                frame.y.px0 + 4.0,
+                b - 2.0,
+                frame.y.px0 + 4.0,
+                (a + b) / 2.0,
+                frame.y.px0 + 16.0,
+                esc(&name),
+                esc(&fit(&name, b - a - 4.0, 10.0))
+            );
+            j = e;
         }
         if let Some(r) = reference {
             let y = frame.y.map(r);
@@ -407,6 +550,10 @@ pub fn task_color(task: u32) -> String {
 /// Which task ran on which CPU between `from` and `to`: one row per CPU,
 /// one pixel column per (to - from) / width; where several tasks share a
 /// column the one that ran longest in it is drawn.
+/// Tasks named in a timeline's legend, and the legend's columns.
+const LEGEND_TASKS: usize = 18;
+const LEGEND_COLS: usize = 6;
+
 pub fn timeline(
     title: &str,
     cpus: u32,
@@ -447,7 +594,39 @@ pub fn timeline(
                 .collect()
         })
         .collect();
+    // The legend: the tasks that fill most of the window, by columns.
+    let mut shown: Vec<(u32, usize)> = Vec::new();
+    for &t in dominant.iter().flatten().filter(|&&t| t != u32::MAX) {
+        match shown.iter_mut().find(|(x, _)| *x == t) {
+            Some(e) => e.1 += 1,
+            None => shown.push((t, 1)),
+        }
+    }
+    shown.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let more = shown.len().saturating_sub(LEGEND_TASKS);
+    shown.truncate(LEGEND_TASKS);
+    let legend_rows = shown.len().div_ceil(LEGEND_COLS) + usize::from(more > 0);
+    let h = h + legend_rows as f64 * 14.0 + 4.0;
     let mut out = open_svg(w, h, title, 16.0);
+    let ly0 = y0 + row_h * cpus as f64 + 34.0;
+    for (k, (t, _)) in shown.iter().enumerate() {
+        let (lx, ly) = (x0 + (k % LEGEND_COLS) as f64 * 170.0, ly0 + (k / LEGEND_COLS) as f64 * 14.0);
+        let _ = write!(
+            out,
+            r#"<rect x="{lx}" y="{:.1}" width="10" height="10" fill="{}"/><text x="{}" y="{ly:.1}" font-size="10">{}</text>"#,
+            ly - 9.0,
+            task_color(*t),
+            lx + 14.0,
+            esc(&fit(&name(*t), 150.0, 10.0))
+        );
+    }
+    if more > 0 {
+        let _ = write!(
+            out,
+            r##"<text x="{x0}" y="{:.1}" font-size="10" fill="#555">and {more} more tasks: hover over the timeline for names</text>"##,
+            ly0 + (legend_rows - 1) as f64 * 14.0
+        );
+    }
     let _ = write!(
         out,
         r##"<rect x="{x0}" y="{y0}" width="{columns}" height="{:.1}" fill="#f4f4f4" stroke="#999"/>"##,
@@ -506,6 +685,46 @@ pub fn timeline(
 
 #[cfg(test)]
 mod tests {
+    use super::{Bar, LinePlot, Series, Unit, bar_panels, merge_coinciding, metric_label};
+
+    #[test]
+    fn plots_speak_in_labels_and_units_not_column_names() {
+        assert_eq!(metric_label("context_switches_per_sec"), ("context switches/s".to_string(), Unit::Count));
+        assert_eq!(metric_label("makespan_ns"), ("makespan".to_string(), Unit::Nanos));
+        let series = [Series { name: "cfs".into(), points: vec![(2.0, 8e9), (4.0, 4e9)] }];
+        let svg = LinePlot {
+            title: "t",
+            x_title: "cpus",
+            y_title: "makespan",
+            y_unit: Unit::Nanos,
+            x_log: false,
+            y_log: false,
+            series: &series,
+        }
+        .svg();
+        assert!(svg.contains(">8s<") && !svg.contains("8000M"), "time ticks in seconds");
+    }
+
+    #[test]
+    fn coinciding_lines_share_one_legend_entry() {
+        let s = |name: &str, ys: [f64; 3]| Series {
+            name: name.into(),
+            points: vec![(1.0, ys[0]), (2.0, ys[1]), (4.0, ys[2])],
+        };
+        let all = [s("bmq", [0.0, 250.0, 250.0]), s("eevdf", [0.0, 200.0, 250.0]), s("pds", [0.0, 250.2, 250.0])];
+        let groups = merge_coinciding(&all, 0.5);
+        let names: Vec<Vec<&str>> = groups.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names, vec![vec!["bmq", "pds"], vec!["eevdf"]]);
+    }
+
+    #[test]
+    fn bars_are_named_by_their_group() {
+        let bar = |l: &str, g: &str| Bar { label: l.into(), group: g.into(), value: 10.0 };
+        let panels = [("cfs".to_string(), vec![bar("hog-0", "hog"), bar("hog-1", "hog"), bar("timer", "timer")])];
+        let svg = bar_panels("share", "%", &panels, None);
+        assert!(svg.contains("hog ×2") && svg.contains(">timer<"), "{svg}");
+    }
+
     use super::*;
 
     #[test]

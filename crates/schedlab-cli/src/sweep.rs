@@ -275,11 +275,13 @@ pub fn plot_svg(workload: &str, axes: &[Axis], names: &[String], points: &[Point
     let ys: Vec<f64> = lines.iter().flat_map(|s| s.points.iter().map(|p| p.1)).collect();
     let ymin = ys.iter().copied().fold(f64::INFINITY, f64::min);
     let ymax = ys.iter().copied().fold(0.0, f64::max);
-    let title = format!("{workload}: {metric} against {}", axes[0].name);
+    let (label, unit) = svg::metric_label(metric);
+    let title = format!("{workload}: {label} against {}", axes[0].name);
     svg::LinePlot {
         title: &title,
         x_title: &axes[0].name,
-        y_title: metric,
+        y_title: &label,
+        y_unit: unit,
         x_log: lo > 0 && hi / lo >= 16,
         y_log: ymin > 0.0 && ymax / ymin >= 50.0,
         series: &lines,
