@@ -6,11 +6,12 @@
 //! mechanism once.
 
 use crate::render::us;
-use crate::sweep::{self, Axis, Dim, Point};
+use crate::sweep::{self, Point};
 use crate::{Common, common, load_workload, overrides, simulate, simulate_each, svg};
 use anyhow::{Context, Result};
 use schedlab_policies::POLICIES;
 use schedlab_sim::Report;
+use schedlab_sim::grid::{Axis, Dim};
 use schedlab_sim::report::HistSummary;
 use std::fmt::Write;
 use std::path::PathBuf;
@@ -134,7 +135,10 @@ fn thread_test(doc: &mut Doc) -> Result<()> {
     let c = common("thread-test", &[], duration);
     let w = load_workload(&c)?;
     let params: Vec<String> = w.params.keys().cloned().collect();
-    let axes = vec![sweep::parse_axis(&format!("threads={counts}"), &params, &w.count_params)?];
+    let axes = vec![
+        schedlab_sim::grid::parse_axis(&format!("threads={counts}"), &params, &w.count_params)
+            .map_err(|e| anyhow::anyhow!(e))?,
+    ];
     let threads = rayon::current_num_threads();
     let mut points = sweep::run_grid(&c, &overrides(&c), &axes, &all_policies(), threads)?;
     // CFS before Linux 5.13: sched_slice without ALT_PERIOD and BASE_SLICE.

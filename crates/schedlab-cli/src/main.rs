@@ -4,7 +4,6 @@ mod bench;
 mod experiments;
 mod html;
 mod render;
-mod scenarios;
 mod svg;
 mod sweep;
 mod vm;
@@ -324,62 +323,15 @@ pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
 /// The workload `c` names, read with overrides `ov` in place of the
 /// command line's (a sweep varies them).
 pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload> {
-    let path = std::path::Path::new(&c.workload);
-    let (text, origin) = if path.exists() {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("cannot read workload file {}", c.workload))?;
-        (text, c.workload.clone())
-    } else if let Some(text) = scenarios::builtin(&c.workload) {
-        (text.to_string(), format!("scenarios/{}.toml", c.workload))
-    } else if schedlab_sim::presets::is_preset(&c.workload) {
-        // A tool's command line runs on the whole machine, as the tool does.
-        let cpus = ov.cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32));
-        let text = schedlab_sim::presets::toml(&c.workload, cpus).map_err(|e| anyhow!("{e}"))?;
-        (text, c.workload.clone())
-    } else {
-        bail!(
-            "no file, built-in scenario or tool command named '{}': give a path to a workload (TOML, or rt-app JSON), \
-             one of {}, or a command of {} (e.g. 'stress-ng --cpu 4')",
-            c.workload,
-            scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
-            schedlab_sim::presets::TOOLS.join(", ")
-        );
-    };
-    let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
-    if is_json {
-        if let Some(name) = ov.params.keys().next() {
-            bail!("--param {name}: rt-app files have no parameters; edit the JSON instead");
-        }
-        let mut ov = ov.clone();
-        let mut chosen = None;
-        if ov.cpus.is_none() {
-            // rt-app runs on the whole machine: so does its simulation,
-            // unless the file pins tasks to more CPUs than this one has.
-            let here = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
-            let named = schedlab_sim::rtapp::cpus_named(&text).unwrap_or(0);
-            ov.cpus = Some(here.max(named));
-            chosen = Some(if named > here { "as many as its cpus lists name" } else { "this machine's count" });
-        }
-        let w = schedlab_sim::rtapp::from_rtapp_json(&text, &origin, &ov)?;
-        static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        if let Some(why) = chosen
-            && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            eprintln!(
-                "schedlab: {}: {} CPUs, {why} (rt-app runs on the whole machine); --cpus N to choose",
-                c.workload,
-                w.nr_cpus()
-            );
-        }
-        return Ok(w);
+    let loaded = schedlab_sim::input::load(&c.workload, ov).map_err(|e| anyhow!(e))?;
+    // Said once, not at every point of a sweep.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Some(note) = loaded.note
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        eprintln!("schedlab: {note}");
     }
-    let w = Workload::from_toml(&text, &origin, ov)?;
-    for name in ov.params.keys() {
-        if !w.params.contains_key(name) {
-            bail!("--param {name}: the workload has no parameter named '{name}' (see its [params])");
-        }
-    }
-    Ok(w)
+    Ok(loaded.workload)
 }
 
 pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
@@ -787,8 +739,8 @@ fn list() {
         println!();
     }
     println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
-    for (name, text) in scenarios::SCENARIOS {
-        println!("  {name:<22} {}", scenarios::summary(text));
+    for (name, text) in schedlab_sim::scenarios::SCENARIOS {
+        println!("  {name:<22} {}", schedlab_sim::scenarios::summary(text));
     }
     println!("\nTool command lines as workloads (quote them; join several with ' + '):\n");
     for example in [

@@ -4,6 +4,8 @@
 pub mod dist;
 pub mod engine;
 pub mod ftrace;
+pub mod grid;
+pub mod input;
 pub mod policy;
 pub mod presets;
 mod queue;
@@ -11,6 +13,7 @@ pub mod replay;
 pub mod report;
 mod rt;
 pub mod rtapp;
+pub mod scenarios;
 pub mod time;
 pub mod timeline;
 pub mod topology;
