@@ -1,0 +1,247 @@
+"""schedlab from Python: one workload on every CPU scheduler, side by side.
+
+The simulations are schedlab's own (the Rust crates, through
+``schedlab._native``); this module gives them a Python shape::
+
+    import schedlab
+    r = schedlab.run("thread-test", sched="eevdf", duration="1s", params={"threads": 16})
+    r.totals["context_switches_per_sec"]
+    reports = schedlab.compare("jitter-under-load", sched=["cfs", "eevdf", "bmq"])
+    reports.to_pandas()                 # one row per run, the CLI's CSV columns
+    reports.to_pandas(tasks=True)       # one row per task
+    frame = schedlab.sweep("thread-test", {"threads": "1,2,4,...,64"}, backend="ray")
+
+A workload is what ``schedlab`` takes on the command line (a TOML or rt-app
+JSON path, a built-in scenario, a tool's command line such as
+``"stress-ng --cpu 4"``) or a dict in the TOML file's shape. Options are
+the CLI's: ``cpus``, ``duration`` ("2s" or integer ns), ``seed``,
+``params`` (--param), ``set`` (--set, tunables), ``cost`` (--cost).
+Errors raise ValueError with the CLI's message. Simulations release the
+GIL, so Python threads run them in parallel; ``compare`` and ``sweep``
+use every core by themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+
+from . import _native
+
+__all__ = ["Report", "Reports", "run", "compare", "sweep", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
+__version__ = _native.__version__
+
+SUMMARY_COLUMNS: list = list(_native.summary_columns())
+TASK_COLUMNS: list = list(_native.task_columns())
+
+Workload = Union[str, Mapping[str, Any]]
+
+
+def schedulers() -> list:
+    """The schedulers schedlab simulates, as ``schedlab list`` names them."""
+    return list(_native.schedulers())
+
+
+def _number(cell: str) -> Any:
+    """A CSV cell as the number it holds, None when empty, else the text."""
+    if cell == "":
+        return None
+    try:
+        return int(cell)
+    except ValueError:
+        try:
+            return float(cell)
+        except ValueError:
+            return cell
+
+
+class Report:
+    """One run's report: the JSON ``schedlab run --json`` prints, as a dict
+    (``report.data``) with its top-level fields as attributes, plus the
+    CSV summary row and per-task rows."""
+
+    def __init__(self, report_json: str, summary: Sequence[str], tasks: Sequence[Sequence[str]]):
+        self.data: dict = json.loads(report_json)
+        self.summary: dict = {c: _number(v) for c, v in zip(SUMMARY_COLUMNS, summary)}
+        self.task_rows: list = [{c: _number(v) for c, v in zip(TASK_COLUMNS, row)} for row in tasks]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.data[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __repr__(self) -> str:
+        t = self.data["totals"]
+        return (
+            f"<Report {self.data['scheduler']} on {self.data['workload']}: "
+            f"{t['context_switches_per_sec']:.0f} switches/s, {len(self.data['tasks'])} tasks>"
+        )
+
+    def to_dict(self) -> dict:
+        return self.data
+
+    def to_pandas(self, tasks: bool = False):
+        return Reports([self]).to_pandas(tasks=tasks)
+
+    def to_polars(self, tasks: bool = False):
+        return Reports([self]).to_polars(tasks=tasks)
+
+
+class Reports(list):
+    """Several reports (``compare``), with frames of them all."""
+
+    def rows(self, tasks: bool = False) -> list:
+        if tasks:
+            return [row for r in self for row in r.task_rows]
+        return [r.summary for r in self]
+
+    def to_pandas(self, tasks: bool = False):
+        """One row per run (the CLI's CSV columns), or per task."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError("to_pandas needs pandas: pip install pandas") from None
+        return pd.DataFrame(self.rows(tasks), columns=TASK_COLUMNS if tasks else SUMMARY_COLUMNS)
+
+    def to_polars(self, tasks: bool = False):
+        try:
+            import polars as pl
+        except ImportError:
+            raise ImportError("to_polars needs polars: pip install polars") from None
+        return pl.DataFrame(self.rows(tasks), infer_schema_length=None)
+
+
+def _spec(workload: Workload) -> tuple:
+    if isinstance(workload, str):
+        return workload, False
+    if isinstance(workload, Mapping):
+        return json.dumps(workload), True
+    raise TypeError(f"a workload is a path, a scenario name, a command line or a dict, not {type(workload).__name__}")
+
+
+def _overrides(cpus=None, duration=None, seed=None, params=None, set=None, cost=None) -> str:
+    ov: dict = {}
+    for key, value in (("cpus", cpus), ("duration", duration), ("seed", seed)):
+        if value is not None:
+            ov[key] = value
+    for key, value in (("params", params), ("set", set), ("cost", cost)):
+        if value:
+            ov[key] = dict(value)
+    return json.dumps(ov)
+
+
+def _sched_list(sched: Union[None, str, Iterable[str]]) -> list:
+    if sched is None:
+        return schedulers()
+    if isinstance(sched, str):
+        return [s for s in sched.split(",") if s]
+    return list(sched)
+
+
+def run(workload: Workload, sched: str = "eevdf", **options) -> Report:
+    """``schedlab run``: the workload on one simulated scheduler."""
+    spec, inline = _spec(workload)
+    ((report, summary, tasks),) = _native.run_batch([(spec, inline, sched, _overrides(**options))], 1)
+    return Report(report, summary, tasks)
+
+
+def compare(workload: Workload, sched: Union[None, str, Iterable[str]] = None, **options) -> Reports:
+    """``schedlab compare``: the workload on several schedulers (default:
+    all), in parallel on every core."""
+    spec, inline = _spec(workload)
+    ov = _overrides(**options)
+    jobs = [(spec, inline, s, ov) for s in _sched_list(sched)]
+    return Reports(Report(*r) for r in _native.run_batch(jobs, 0))
+
+
+def _grid_values(values: Union[str, Iterable[Any]]) -> str:
+    if isinstance(values, str):
+        return values
+    return ",".join(str(v) for v in values)
+
+
+def _run_job_on_ray(job):
+    """A Ray task: one run, on one CPU of whichever node Ray chose."""
+    ((report, summary, tasks),) = _native.run_batch([job], 1)
+    return summary
+
+
+def sweep(
+    workload: Workload,
+    grid: Mapping[str, Union[str, Iterable[Any]]],
+    sched: Union[None, str, Iterable[str]] = None,
+    backend: str = "local",
+    jobs: int = 0,
+    retries: int = 2,
+    progress: Optional[bool] = None,
+    **options,
+):
+    """``schedlab sweep``: every combination of ``grid``'s values (the
+    first name outermost, schedulers innermost), as a pandas frame with a
+    column per grid name and the CLI's CSV columns.
+
+    ``grid`` maps names to values as ``--vary`` takes them: cpus, seed,
+    duration, a [params] name (or ``tasks``), or a tunable; values a list
+    or ``"1,2,4,...,64"``. ``backend="local"`` runs on this machine's cores
+    (``jobs`` threads, 0 for all); ``backend="ray"`` submits one Ray task
+    per run to the cluster ``ray.init()`` connected to (a local one if
+    none), each retried ``retries`` times if its worker dies. Both give the
+    same rows: the runs are deterministic and gathered in grid order.
+    """
+    spec, inline = _spec(workload)
+    base = _overrides(**options)
+    vary = [(name, _grid_values(values)) for name, values in grid.items()]
+    points = _native.grid(spec, inline, base, vary)
+    names = _sched_list(sched)
+    job_list = [(spec, inline, s, ov) for _, ov in points for s in names]
+    if progress is None:
+        progress = sys.stderr.isatty()
+    started = time.monotonic()
+    if backend == "local":
+        summaries = [summary for _, summary, _ in _native.run_batch(job_list, jobs)]
+    elif backend == "ray":
+        summaries = _sweep_on_ray(job_list, retries, progress)
+    else:
+        raise ValueError(f"unknown backend '{backend}': use 'local' or 'ray'")
+    if progress:
+        print(f"schedlab: sweep: {len(job_list)} runs in {time.monotonic() - started:.2f} s on {backend}", file=sys.stderr)
+    # A column per grid name, but cpus and seed are report columns already.
+    extra = [name for name, _ in vary if name not in SUMMARY_COLUMNS]
+    rows = []
+    for k, summary in enumerate(summaries):
+        values = points[k // len(names)][0]
+        row = {name: v for (name, _), v in zip(vary, values) if name in extra}
+        row.update({c: _number(cell) for c, cell in zip(SUMMARY_COLUMNS, summary)})
+        rows.append(row)
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    return pd.DataFrame(rows, columns=extra + SUMMARY_COLUMNS)
+
+
+def _sweep_on_ray(job_list: list, retries: int, progress: bool) -> list:
+    try:
+        import ray
+    except ImportError:
+        raise ImportError("backend='ray' needs Ray: pip install ray") from None
+    if not ray.is_initialized():
+        ray.init()
+    task = ray.remote(max_retries=retries, num_cpus=1)(_run_job_on_ray)
+    refs = [task.remote(job) for job in job_list]
+    pending, done = list(refs), 0
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 20)))
+        done += len(ready)
+        if progress:
+            print(f"\rschedlab: sweep on Ray: {done}/{len(refs)} runs", end="", file=sys.stderr)
+    if progress:
+        print(file=sys.stderr)
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError as e:
+        cause = e.cause if hasattr(e, "cause") else e
+        raise ValueError(str(cause)) from None

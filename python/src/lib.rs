@@ -1,0 +1,178 @@
+//! `schedlab._native`: the simulator's crates for the Python package (the
+//! pure-Python `schedlab` module beside it builds the API people use).
+//! No second implementation: workloads are read by `schedlab_sim::input`,
+//! grids expanded by `schedlab_sim::grid`, runs simulated by the policies
+//! of `schedlab_policies`, and reports come back as the JSON and CSV rows
+//! the CLI prints. The GIL is released while simulations run, and a batch
+//! runs on every core.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use schedlab_sim::report::{SUMMARY_COLUMNS, TASK_COLUMNS};
+use schedlab_sim::time::parse_duration;
+use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
+use serde_json::Value;
+
+/// The overrides of a run from the keyword arguments, as JSON:
+/// `{"cpus": 2, "duration": "1s", "seed": 7, "params": {..}, "set": {..},
+/// "cost": {..}}`. Durations are strings with a unit or integer ns.
+fn overrides(json: &str) -> Result<Overrides, String> {
+    let v: Value = serde_json::from_str(json).map_err(|e| format!("overrides: {e}"))?;
+    let mut ov = Overrides::default();
+    let int = |v: &Value, what: &str| -> Result<i64, String> {
+        match v {
+            Value::Bool(b) => Ok(*b as i64),
+            Value::Number(n) => n.as_i64().ok_or_else(|| format!("{what} = {n} is not an integer")),
+            Value::String(s) if s.ends_with('s') => parse_duration(s).map(|ns| ns as i64),
+            Value::String(s) => s.parse().map_err(|_| format!("{what} = '{s}' is not an integer")),
+            other => Err(format!("{what} = {other} is not an integer")),
+        }
+    };
+    let duration = |v: &Value, what: &str| -> Result<u64, String> {
+        match v {
+            Value::String(s) if s.trim().ends_with(|c: char| c.is_ascii_digit()) => {
+                Err(format!("{what} = '{s}' has no unit: write e.g. '{s}s' or '{s}ms'"))
+            }
+            Value::String(s) => parse_duration(s),
+            Value::Number(n) => n.as_u64().ok_or_else(|| format!("{what} = {n} is not a whole number of ns")),
+            other => Err(format!("{what} = {other} is not a duration such as '2s'")),
+        }
+    };
+    let Value::Object(map) = v else { return Err("overrides must be a mapping".into()) };
+    for (key, value) in &map {
+        match key.as_str() {
+            "cpus" => ov.cpus = Some(u32::try_from(int(value, "cpus")?).map_err(|_| "cpus must be 1 to 4096")?),
+            "seed" => ov.seed = Some(u64::try_from(int(value, "seed")?).map_err(|_| "seed must be 0 or more")?),
+            "duration" => match duration(value, "duration")? {
+                0 => return Err("duration must be more than zero".into()),
+                d if d > schedlab_sim::MAX_TIME => return Err("duration is beyond the simulator's 78 hours".into()),
+                d => ov.duration = Some(d),
+            },
+            "params" | "set" | "cost" => {
+                let Value::Object(entries) = value else { return Err(format!("{key} must be a mapping")) };
+                for (name, v) in entries {
+                    let what = format!("{key} {name}");
+                    match key.as_str() {
+                        "params" => drop(ov.params.insert(name.clone(), int(v, &what)?)),
+                        "set" => drop(ov.tunables.insert(name.clone(), int(v, &what)?)),
+                        _ => drop(ov.costs.insert(name.clone(), duration(v, &what)?)),
+                    }
+                }
+            }
+            other => return Err(format!("unknown option '{other}': use cpus, duration, seed, params, set, cost")),
+        }
+    }
+    Ok(ov)
+}
+
+/// A workload: a spec (file, built-in scenario, tool command line) or,
+/// with `inline`, the JSON of a Python dict in the TOML file's shape.
+fn workload(spec: &str, inline: bool, ov: &Overrides) -> Result<Workload, String> {
+    if !inline {
+        return Ok(schedlab_sim::input::load(spec, ov)?.workload);
+    }
+    let value: Value = serde_json::from_str(spec).map_err(|e| format!("workload dict: {e}"))?;
+    let table = toml::Value::try_from(value).map_err(|e| format!("workload dict: {e}"))?;
+    let text = toml::to_string(&table).map_err(|e| format!("workload dict: {e}"))?;
+    Workload::from_toml(&text, "dict", ov).map_err(|e| e.to_string())
+}
+
+/// One run's result: the report as JSON, its summary CSV record and its
+/// per-task records (the columns of `summary_columns` / `task_columns`).
+type RunResult = (String, Vec<String>, Vec<Vec<String>>);
+
+fn run_one(spec: &str, inline: bool, sched: &str, overrides_json: &str) -> Result<RunResult, String> {
+    let ov = overrides(overrides_json)?;
+    let w = workload(spec, inline, &ov)?;
+    let policy = schedlab_policies::build(sched, &w)?;
+    let report = Engine::new(&w, policy, EngineOptions::default()).run().map_err(|e| format!("{sched}: {e}"))?;
+    let json = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    Ok((json, report.summary_record(), report.task_records()))
+}
+
+/// Runs the jobs `(spec, inline, sched, overrides_json)` on `threads`
+/// threads (0: every core) with the GIL released; results in job order.
+/// The first failure raises ValueError naming the job.
+#[pyfunction]
+#[pyo3(signature = (jobs, threads = 0))]
+fn run_batch(py: Python<'_>, jobs: Vec<(String, bool, String, String)>, threads: usize) -> PyResult<Vec<RunResult>> {
+    let run = || -> Result<Vec<RunResult>, String> {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().map_err(|e| e.to_string())?;
+        pool.install(|| {
+            jobs.par_iter()
+                .map(|(spec, inline, sched, ov)| run_one(spec, *inline, sched, ov))
+                .collect::<Result<Vec<_>, String>>()
+        })
+    };
+    py.detach(run).map_err(PyValueError::new_err)
+}
+
+/// The grid of `vary` (name, values as `schedlab sweep --vary` takes them:
+/// "1,2,4,...,64") over the workload: the points in row-major order, each
+/// as its values and the overrides JSON of that point over `base`.
+#[pyfunction]
+fn grid(spec: &str, inline: bool, base_json: &str, vary: Vec<(String, String)>) -> PyResult<Vec<(Vec<i64>, String)>> {
+    let go = || -> Result<Vec<(Vec<i64>, String)>, String> {
+        let base = overrides(base_json)?;
+        let w = workload(spec, inline, &base)?;
+        let params: Vec<String> = w.params.keys().cloned().collect();
+        let axes = vary
+            .iter()
+            .map(|(name, values)| schedlab_sim::grid::parse_axis(&format!("{name}={values}"), &params, &w.count_params))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut base_json: Value = serde_json::from_str(base_json).map_err(|e| e.to_string())?;
+        Ok(schedlab_sim::grid::combinations(&axes)
+            .into_iter()
+            .map(|values| {
+                let ov = schedlab_sim::grid::overrides_at(&base, &axes, &values);
+                // The point's overrides as the keyword arguments say them.
+                let obj = base_json.as_object_mut().expect("overrides parsed as a mapping");
+                let entries = |m: &std::collections::BTreeMap<String, i64>| {
+                    Value::Object(m.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
+                };
+                let mut o = obj.clone();
+                if let Some(c) = ov.cpus {
+                    o.insert("cpus".into(), c.into());
+                }
+                if let Some(s) = ov.seed {
+                    o.insert("seed".into(), s.into());
+                }
+                if let Some(d) = ov.duration {
+                    o.insert("duration".into(), d.into());
+                }
+                o.insert("params".into(), entries(&ov.params));
+                o.insert("set".into(), entries(&ov.tunables));
+                (values, Value::Object(o).to_string())
+            })
+            .collect())
+    };
+    go().map_err(PyValueError::new_err)
+}
+
+/// The schedulers, as `schedlab list` names them.
+#[pyfunction]
+fn schedulers() -> Vec<&'static str> {
+    schedlab_policies::POLICIES.iter().map(|p| p.name).collect()
+}
+
+#[pyfunction]
+fn summary_columns() -> Vec<&'static str> {
+    SUMMARY_COLUMNS.to_vec()
+}
+
+#[pyfunction]
+fn task_columns() -> Vec<&'static str> {
+    TASK_COLUMNS.to_vec()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(grid, m)?)?;
+    m.add_function(wrap_pyfunction!(schedulers, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(task_columns, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,112 @@
+"""schedlab from Python: the same reports as the CLI, errors as ValueError,
+the GIL released while simulating, and sweeps that give the same rows on
+every backend (Ray's included, on a local cluster)."""
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+import schedlab
+
+
+def test_run_gives_the_report_the_cli_prints():
+    r = schedlab.run("thread-test", sched="eevdf", duration="1s", params={"threads": 16})
+    assert r.scheduler == "eevdf" and len(r.tasks) == 16
+    # EEVDF on one CPU at HZ=250 switches at every tick.
+    assert 240 <= r.totals["context_switches_per_sec"] <= 260
+    cli = os.environ.get("SCHEDLAB_BIN") or shutil.which("schedlab")
+    assert cli or not os.environ.get("CI"), "CI must compare with the CLI: set SCHEDLAB_BIN"
+    if cli:
+        out = subprocess.run(
+            [cli, "run", "thread-test", "--sched", "eevdf", "--duration", "1s", "--param", "threads=16", "--json"],
+            capture_output=True, text=True, check=True,
+        )
+        assert json.loads(out.stdout) == r.data, "the CLI and Python runs differ"
+
+
+def test_compare_frames_have_the_csv_columns_and_conserve_cpu_time():
+    reports = schedlab.compare("smp-fairness", sched=["cfs", "eevdf", "bmq"], cpus=2, params={"hogs": 3}, duration="2s")
+    df = reports.to_pandas()
+    assert list(df.columns) == schedlab.SUMMARY_COLUMNS
+    assert list(df["scheduler"]) == ["cfs", "eevdf", "bmq"]
+    assert ((df["busy_ns"] + df["idle_ns"]) == df["cpus"] * df["duration_ns"]).all()
+    tasks = reports.to_pandas(tasks=True)
+    assert len(tasks) == 9 and list(tasks.columns) == schedlab.TASK_COLUMNS
+    # BMQ leaves one hog a CPU of its own: the characteristic split.
+    bmq = tasks[tasks["scheduler"] == "bmq"]["cpu_share_pct"].sort_values().tolist()
+    assert bmq[-1] > 95 and bmq[0] < 55
+
+
+def test_a_dict_is_a_workload_and_bad_input_raises_value_error():
+    w = {
+        "duration": "500ms",
+        "machine": {"cpus": 1},
+        "task": [{"name": "spin", "count": 2, "program": [{"loop": "forever", "body": [{"run": "1s"}]}]}],
+    }
+    r = schedlab.run(w, sched="cfs")
+    assert [round(t["cpu_share_pct"]) for t in r.tasks] == [50, 50]
+    for call, message in [
+        (lambda: schedlab.run("thread-test", sched="nope"), "unknown scheduler 'nope'"),
+        (lambda: schedlab.run("thread-test", duration="5"), "has no unit"),
+        (lambda: schedlab.run("no-such-scenario"), "no file, built-in scenario or tool command"),
+        (lambda: schedlab.run("thread-test", params={"thraeds": 4}), "no parameter named 'thraeds'"),
+        (lambda: schedlab.run({"task": [{"name": "x"}]}), "dict"),
+        (lambda: schedlab.sweep("thread-test", {"threads": "1,x"}), "'x' is not an integer"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            call()
+    with pytest.raises(TypeError):
+        schedlab.run(42)
+
+
+def test_simulations_release_the_gil():
+    # While two threads simulate, a third keeps counting: it could not if
+    # the simulations held the GIL.
+    ticks, done = [0], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    before = ticks[0]
+    sims = [threading.Thread(target=schedlab.run, args=("mixed-64",), kwargs={"duration": "300ms"}) for _ in range(2)]
+    for s in sims:
+        s.start()
+    during = []
+    while any(s.is_alive() for s in sims):
+        during.append(ticks[0])
+        sims[0].join(0.05)
+    done.set()
+    counter.join()
+    assert len(during) >= 2 and during[-1] > during[0] > before - 1, "the counter stalled while simulating"
+
+
+def test_sweep_rows_follow_the_grid_order():
+    df = schedlab.sweep("thread-test", {"threads": "1,2,4", "cpus": [1, 2]}, sched="cfs,eevdf", duration="500ms")
+    assert df.columns[0] == "threads" and list(df.columns).count("cpus") == 1
+    assert list(zip(df["threads"], df["cpus"], df["scheduler"]))[:4] == [
+        (1, 1, "cfs"), (1, 1, "eevdf"), (1, 2, "cfs"), (1, 2, "eevdf")
+    ]
+    assert len(df) == 3 * 2 * 2
+
+
+def test_sweep_on_ray_equals_the_local_one_row_for_row():
+    if os.environ.get("CI"):
+        import ray  # .ci/run installs Ray: under CI a skip would hide that it could not
+    else:
+        ray = pytest.importorskip("ray", reason="Ray is not installed (pip install ray)")
+    grid = {"threads": "1,2,4,...,64", "seed": [1, 2]}
+    local = schedlab.sweep("thread-test", grid, sched=["cfs", "eevdf", "bmq"], duration="500ms")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        remote = schedlab.sweep("thread-test", grid, sched=["cfs", "eevdf", "bmq"], duration="500ms", backend="ray")
+    finally:
+        ray.shutdown()
+    assert len(local) == 7 * 2 * 3
+    assert local.equals(remote), "Ray's rows differ from the local ones"
