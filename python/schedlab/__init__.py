@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _native
 
-__all__ = ["Report", "Reports", "run", "compare", "sweep", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
+__all__ = ["Report", "Reports", "run", "compare", "sweep", "vm", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
 __version__ = _native.__version__
 
 SUMMARY_COLUMNS: list = list(_native.summary_columns())
@@ -157,6 +157,63 @@ def compare(workload: Workload, sched: Union[None, str, Iterable[str]] = None, *
     return Reports(Report(*r) for r in _native.run_batch(jobs, 0))
 
 
+def _cli() -> str:
+    import os
+    import shutil
+
+    cli = os.environ.get("SCHEDLAB_BIN") or shutil.which("schedlab")
+    if not cli:
+        raise RuntimeError(
+            "real-kernel runs boot the schedlab binary as the guest's init: "
+            "cargo install --path crates/schedlab-cli, or set SCHEDLAB_BIN"
+        )
+    return cli
+
+
+def _vm_report(workload: Workload, kernel: str, label: Optional[str], accel: str, memory: str, overrides: str) -> tuple:
+    """Runs ``schedlab vm`` and returns (report JSON, summary, tasks)."""
+    import subprocess
+    import tempfile
+
+    ov = json.loads(overrides)
+    spec, inline = _spec(workload)
+    with tempfile.TemporaryDirectory(prefix="schedlab-py-") as tmp:
+        if inline:
+            path = f"{tmp}/workload.toml"
+            with open(path, "w") as f:
+                f.write(_native.dict_to_toml(spec))
+            spec = path
+        cmd = [_cli(), "vm", spec, "--kernel", kernel, "--accel", accel, "--memory", memory, "--json"]
+        for key, flag in (("cpus", "--cpus"), ("seed", "--seed")):
+            if key in ov:
+                cmd += [flag, str(ov[key])]
+        if "duration" in ov:
+            d = ov["duration"]
+            cmd += ["--duration", d if isinstance(d, str) else f"{d}ns"]
+        for name, value in ov.get("params", {}).items():
+            cmd += ["--param", f"{name}={value}"]
+        if ov.get("set") or ov.get("cost"):
+            raise ValueError("set and cost change the simulator; a real kernel runs with its own tunables and costs")
+        out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        lines = [line for line in out.stderr.splitlines() if line.startswith("schedlab:")]
+        raise RuntimeError(lines[-1] if lines else out.stderr.strip() or f"schedlab vm exited {out.returncode}")
+    data = json.loads(out.stdout)
+    if label:
+        data["scheduler"] = f"{label} (vm)"
+    report = json.dumps(data)
+    summary, tasks = _native.records(report)
+    return report, summary, tasks
+
+
+def vm(workload: Workload, kernel: str, accel: str = "auto", memory: str = "1G", label: Optional[str] = None, **options) -> Report:
+    """``schedlab vm``: the workload as real threads in ``kernel`` (a
+    bzImage) booted under QEMU; needs the schedlab binary (on PATH or
+    SCHEDLAB_BIN) and qemu-system-x86_64. Failures raise RuntimeError with
+    schedlab's message."""
+    return Report(*_vm_report(workload, kernel, label, accel, memory, _overrides(**options)))
+
+
 def _grid_values(values: Union[str, Iterable[Any]]) -> str:
     if isinstance(values, str):
         return values
@@ -164,7 +221,11 @@ def _grid_values(values: Union[str, Iterable[Any]]) -> str:
 
 
 def _run_job_on_ray(job):
-    """A Ray task: one run, on one CPU of whichever node Ray chose."""
+    """A Ray task: one simulated run, on one CPU of whichever node Ray
+    chose, or a real-kernel run (a job with a kernel) on as many."""
+    if len(job) == 6:
+        workload, kernel, label, accel, memory, ov = job
+        return _vm_report(workload, kernel, label, accel, memory, ov)[1]
     ((report, summary, tasks),) = _native.run_batch([job], 1)
     return summary
 
@@ -177,6 +238,8 @@ def sweep(
     jobs: int = 0,
     retries: int = 2,
     progress: Optional[bool] = None,
+    kernels: Optional[Mapping[str, str]] = None,
+    accel: str = "auto",
     **options,
 ):
     """``schedlab sweep``: every combination of ``grid``'s values (the
@@ -190,20 +253,31 @@ def sweep(
     per run to the cluster ``ray.init()`` connected to (a local one if
     none), each retried ``retries`` times if its worker dies. Both give the
     same rows: the runs are deterministic and gathered in grid order.
+
+    ``kernels`` (name: bzImage) adds a real-kernel row per kernel at every
+    point, ``schedlab vm`` under QEMU (``accel``). Locally they run one at a
+    time after the simulations; on Ray each is a task needing as many CPUs
+    as its guest has vCPUs, so the cluster runs as many guests at once as
+    it has CPUs for.
     """
     spec, inline = _spec(workload)
     base = _overrides(**options)
     vary = [(name, _grid_values(values)) for name, values in grid.items()]
     points = _native.grid(spec, inline, base, vary)
-    names = _sched_list(sched)
-    job_list = [(spec, inline, s, ov) for _, ov in points for s in names]
+    names = _sched_list(sched) + [f"{k} (vm)" for k in (kernels or {})]
+    job_list = []
+    for _, ov, _ in points:
+        job_list += [(spec, inline, s, ov) for s in _sched_list(sched)]
+        job_list += [(workload, path, k, accel, "1G", ov) for k, path in (kernels or {}).items()]
     if progress is None:
         progress = sys.stderr.isatty()
     started = time.monotonic()
     if backend == "local":
-        summaries = [summary for _, summary, _ in _native.run_batch(job_list, jobs)]
+        simulated = iter(_native.run_batch([j for j in job_list if len(j) == 4], jobs))
+        summaries = [next(simulated)[1] if len(j) == 4 else _vm_report(*j)[1] for j in job_list]
     elif backend == "ray":
-        summaries = _sweep_on_ray(job_list, retries, progress)
+        cpus = [p[2] for p in points for _ in names]
+        summaries = _sweep_on_ray(job_list, cpus, retries, progress)
     else:
         raise ValueError(f"unknown backend '{backend}': use 'local' or 'ray'")
     if progress:
@@ -223,15 +297,16 @@ def sweep(
     return pd.DataFrame(rows, columns=extra + SUMMARY_COLUMNS)
 
 
-def _sweep_on_ray(job_list: list, retries: int, progress: bool) -> list:
+def _sweep_on_ray(job_list: list, cpus: list, retries: int, progress: bool) -> list:
     try:
         import ray
     except ImportError:
         raise ImportError("backend='ray' needs Ray: pip install ray") from None
     if not ray.is_initialized():
         ray.init()
-    task = ray.remote(max_retries=retries, num_cpus=1)(_run_job_on_ray)
-    refs = [task.remote(job) for job in job_list]
+    task = ray.remote(max_retries=retries)(_run_job_on_ray)
+    # A simulation takes one CPU; a guest as many as it has vCPUs.
+    refs = [task.options(num_cpus=1 if len(job) == 4 else n).remote(job) for job, n in zip(job_list, cpus)]
     pending, done = list(refs), 0
     while pending:
         ready, pending = ray.wait(pending, num_returns=min(len(pending), max(1, len(refs) // 20)))
@@ -243,5 +318,5 @@ def _sweep_on_ray(job_list: list, retries: int, progress: bool) -> list:
     try:
         return ray.get(refs)
     except ray.exceptions.RayTaskError as e:
-        cause = e.cause if hasattr(e, "cause") else e
-        raise ValueError(str(cause)) from None
+        cause = getattr(e, "cause", None) or e
+        raise (cause if isinstance(cause, (ValueError, RuntimeError)) else ValueError(str(cause))) from None

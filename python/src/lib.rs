@@ -108,12 +108,15 @@ fn run_batch(py: Python<'_>, jobs: Vec<(String, bool, String, String)>, threads:
     py.detach(run).map_err(PyValueError::new_err)
 }
 
+/// One point of a grid: its values, the overrides JSON of the point, and
+/// the CPUs of its machine (a real-kernel run's CPU budget).
+type GridPoint = (Vec<i64>, String, u32);
+
 /// The grid of `vary` (name, values as `schedlab sweep --vary` takes them:
-/// "1,2,4,...,64") over the workload: the points in row-major order, each
-/// as its values and the overrides JSON of that point over `base`.
+/// "1,2,4,...,64") over the workload: the points in row-major order.
 #[pyfunction]
-fn grid(spec: &str, inline: bool, base_json: &str, vary: Vec<(String, String)>) -> PyResult<Vec<(Vec<i64>, String)>> {
-    let go = || -> Result<Vec<(Vec<i64>, String)>, String> {
+fn grid(spec: &str, inline: bool, base_json: &str, vary: Vec<(String, String)>) -> PyResult<Vec<GridPoint>> {
+    let go = || -> Result<Vec<GridPoint>, String> {
         let base = overrides(base_json)?;
         let w = workload(spec, inline, &base)?;
         let params: Vec<String> = w.params.keys().cloned().collect();
@@ -143,11 +146,29 @@ fn grid(spec: &str, inline: bool, base_json: &str, vary: Vec<(String, String)>) 
                 }
                 o.insert("params".into(), entries(&ov.params));
                 o.insert("set".into(), entries(&ov.tunables));
-                (values, Value::Object(o).to_string())
+                let cpus = ov.cpus.unwrap_or(w.nr_cpus());
+                (values, Value::Object(o).to_string(), cpus)
             })
             .collect())
     };
     go().map_err(PyValueError::new_err)
+}
+
+/// The summary and per-task records of a report given as JSON (one that
+/// `schedlab vm --json` printed).
+#[pyfunction]
+fn records(report_json: &str) -> PyResult<(Vec<String>, Vec<Vec<String>>)> {
+    let report: schedlab_sim::Report =
+        serde_json::from_str(report_json).map_err(|e| PyValueError::new_err(format!("not a schedlab report: {e}")))?;
+    Ok((report.summary_record(), report.task_records()))
+}
+
+/// A workload dict as the TOML file it stands for (for the CLI).
+#[pyfunction]
+fn dict_to_toml(workload_json: &str) -> PyResult<String> {
+    let value: Value = serde_json::from_str(workload_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let table = toml::Value::try_from(value).map_err(|e| PyValueError::new_err(format!("workload dict: {e}")))?;
+    toml::to_string(&table).map_err(|e| PyValueError::new_err(format!("workload dict: {e}")))
 }
 
 /// The schedulers, as `schedlab list` names them.
@@ -171,6 +192,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_batch, m)?)?;
     m.add_function(wrap_pyfunction!(grid, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
+    m.add_function(wrap_pyfunction!(records, m)?)?;
+    m.add_function(wrap_pyfunction!(dict_to_toml, m)?)?;
     m.add_function(wrap_pyfunction!(summary_columns, m)?)?;
     m.add_function(wrap_pyfunction!(task_columns, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -110,3 +110,39 @@ def test_sweep_on_ray_equals_the_local_one_row_for_row():
         ray.shutdown()
     assert len(local) == 7 * 2 * 3
     assert local.equals(remote), "Ray's rows differ from the local ones"
+
+
+def _kernel(name):
+    """A shared guest kernel and QEMU, or a skip (a failure under CI)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "kernels", f"{name}.bzImage")
+    missing = None
+    if not shutil.which("qemu-system-x86_64"):
+        missing = "qemu-system-x86_64 is not installed"
+    elif not os.path.isfile(path):
+        missing = f"{path} is not there"
+    elif not (os.environ.get("SCHEDLAB_BIN") or shutil.which("schedlab")):
+        missing = "no schedlab binary (SCHEDLAB_BIN)"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI must run the real-kernel test, but {missing}")
+        pytest.skip(missing)
+    return os.path.abspath(path)
+
+
+def test_real_kernel_rows_join_a_sweep_on_ray():
+    kernel = _kernel("eevdf-6.12")
+    ray = pytest.importorskip("ray")
+    r = schedlab.vm({"duration": "500ms", "machine": {"cpus": 1},
+                     "task": [{"name": "spin", "count": 2, "program": [{"loop": "forever", "body": [{"run": "1s"}]}]}]},
+                    kernel=kernel, accel="tcg", label="eevdf")
+    assert r.source == "vm" and r.scheduler == "eevdf (vm)" and r.host["kernel_release"].startswith("6.12")
+    assert r.summary["source"] == "vm" and len(r.task_rows) == 2
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        df = schedlab.sweep("thread-test", {"threads": [2, 4]}, sched="eevdf", kernels={"eevdf": kernel},
+                            accel="tcg", backend="ray", duration="500ms")
+    finally:
+        ray.shutdown()
+    assert list(df["scheduler"]) == ["eevdf", "eevdf (vm)", "eevdf", "eevdf (vm)"]
+    assert list(df["source"]) == ["simulated", "vm"] * 2
+    assert list(df["threads"]) == [2, 2, 4, 4]
