@@ -34,7 +34,7 @@ fn readme_samples_are_what_schedlab_prints() {
             assert_eq!(
                 want,
                 got,
-                "README sample of `schedlab {cmd}` is stale at its line {}: paste the command's output anew",
+                "README sample of `schedlab {cmd}` is stale at its line {}: run python3 tools/readme-samples.py",
                 i + 1
             );
         }

@@ -131,7 +131,10 @@ impl FairTunables {
             sched_latency_ns: 6_000_000 * f,
             sched_min_granularity_ns: 750_000 * f,
             sched_wakeup_granularity_ns: 1_000_000 * f,
-            base_slice_ns: 750_000 * f,
+            // 6.12.y: 0.70 ms (the 6.15 change backported to the stable
+            // series by 2ae891b8); 6.12.117, booted as eevdf-6.12,
+            // reads 1400000 at 2 CPUs and 2100000 at 4.
+            base_slice_ns: 700_000 * f,
             sched_child_runs_first: false,
             migration_cost_ns: 500_000,
             nr_migrate: 32,
@@ -225,7 +228,7 @@ impl FairTunables {
             Variant::Eevdf => out.push(Tunable {
                 name: "base_slice_ns",
                 value: self.base_slice_ns as i64,
-                help: "request size of every task without a custom slice (0.75ms x scaling)",
+                help: "request size of every task without a custom slice (0.70ms x scaling, 6.12.y)",
             }),
         }
         out.extend([
@@ -259,8 +262,12 @@ mod tests {
         assert_eq!(scaling_factor(1, 4), 3);
         assert_eq!(scaling_factor(1, 8), 4);
         assert_eq!(scaling_factor(1, 64), 4);
+        // What /sys/kernel/debug/sched/base_slice_ns reads in 6.12.117
+        // booted with 2 and 4 vCPUs.
         let t = FairTunables::new(Variant::Eevdf, 2, &BTreeMap::new()).unwrap();
-        assert_eq!(t.base_slice_ns, 1_500_000);
+        assert_eq!(t.base_slice_ns, 1_400_000);
+        let t = FairTunables::new(Variant::Eevdf, 4, &BTreeMap::new()).unwrap();
+        assert_eq!(t.base_slice_ns, 2_100_000);
         let t = FairTunables::new(Variant::Cfs, 16, &BTreeMap::new()).unwrap();
         assert_eq!((t.sched_latency_ns, t.sched_min_granularity_ns), (24_000_000, 3_000_000));
         assert_eq!(t.nr_latency(), 8);
