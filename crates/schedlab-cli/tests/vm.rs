@@ -38,20 +38,6 @@ fn kernel(name: &str) -> Option<PathBuf> {
     required(path.is_file().then_some(path), &format!("../shared/kernels/{name}.bzImage is not there"))
 }
 
-/// Host CPUs left idle by everything else, over half a second.
-fn idle_host_cpus() -> f64 {
-    let sample = || -> (u64, u64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap();
-        let v: Vec<u64> = stat.lines().next().unwrap().split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
-        (v[3] + v[4], v.iter().take(8).sum())
-    };
-    let (i0, t0) = sample();
-    std::thread::sleep(Duration::from_millis(500));
-    let (i1, t1) = sample();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    (i1 - i0) as f64 / (t1 - t0).max(1) as f64 * cpus
-}
-
 fn json(out: &Output) -> serde_json::Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "schedlab vm failed:\n{stderr}");
@@ -125,7 +111,7 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
     let Some(k) = kernel("eevdf-6.12") else { return };
     // The spinning vCPU needs a host CPU to itself: a vCPU thread that
     // loses it loses guest ticks, and with them switches.
-    let idle = idle_host_cpus();
+    let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
     if idle < 1.5 {
         eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold");
         return;

@@ -49,20 +49,6 @@ fn machine_was_busy(r: &schedlab_sim::Report, test: &str) -> bool {
     other > 10.0
 }
 
-/// Host CPUs left idle by everything else, over 300 ms of /proc/stat.
-fn idle_cpus() -> f64 {
-    let sample = || -> (u64, u64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap();
-        let v: Vec<u64> = stat.lines().next().unwrap().split_whitespace().skip(1).map(|x| x.parse().unwrap()).collect();
-        (v[3] + v[4], v.iter().take(8).sum())
-    };
-    let (i0, t0) = sample();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let (i1, t1) = sample();
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    (i1 - i0) as f64 / (t1 - t0).max(1) as f64 * cpus
-}
-
 /// A pid that belonged to a process that has exited.
 fn dead_pid() -> u32 {
     let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -300,7 +286,7 @@ fn rt_app_mutex_and_barrier_hold_on_real_threads() {
 fn record_then_replay_a_real_command() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // `yes` must get a CPU to itself for its 200 ms to be recorded as such.
-    let idle = idle_cpus();
+    let idle = schedlab_host::info::idle_cpus(std::time::Duration::from_millis(300));
     if idle < 1.0 {
         eprintln!("SKIPPED record_then_replay_a_real_command: {idle:.2} host CPUs idle, 1 needed for yes to run alone");
         return;
