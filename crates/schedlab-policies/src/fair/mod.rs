@@ -1855,8 +1855,18 @@ impl Policy for Fair {
                 }
             }
             Variant::Eevdf => {
-                let vs = self.vslice(se);
-                self.ents[se as usize].deadline += vs;
+                // Linux 6.12.117's yield_task_fair: an eligible task
+                // forfeits the rest of its request (vruntime jumps to its
+                // deadline, update_deadline starts the next one there). An
+                // ineligible one keeps both, so that core scheduling's
+                // re-picks cannot run its vruntime away. (6.6's version
+                // only pushed the deadline out by one slice.)
+                let rq = self.ents[se as usize].rq;
+                if self.eligible(rq, se) {
+                    let e = &mut self.ents[se as usize];
+                    e.vruntime = e.deadline;
+                    self.update_deadline(se);
+                }
             }
         }
     }
