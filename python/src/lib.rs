@@ -124,13 +124,13 @@ fn grid(spec: &str, inline: bool, base_json: &str, vary: Vec<(String, String)>) 
             .iter()
             .map(|(name, values)| schedlab_sim::grid::parse_axis(&format!("{name}={values}"), &params, &w.count_params))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut base_json: Value = serde_json::from_str(base_json).map_err(|e| e.to_string())?;
+        let base_json: Value = serde_json::from_str(base_json).map_err(|e| e.to_string())?;
         Ok(schedlab_sim::grid::combinations(&axes)
             .into_iter()
             .map(|values| {
                 let ov = schedlab_sim::grid::overrides_at(&base, &axes, &values);
                 // The point's overrides as the keyword arguments say them.
-                let obj = base_json.as_object_mut().expect("overrides parsed as a mapping");
+                let obj = base_json.as_object().expect("overrides parsed as a mapping");
                 let entries = |m: &std::collections::BTreeMap<String, i64>| {
                     Value::Object(m.iter().map(|(k, v)| (k.clone(), Value::from(*v))).collect())
                 };

@@ -390,6 +390,19 @@ fn structured_output(c: &Common, reports: &[Report], tasks: bool, single: bool) 
     Ok(true)
 }
 
+/// One report as run, vm and host print it: JSON or CSV when asked, else
+/// the summary (and with `tasks` a line per task).
+fn print_one(c: &Common, report: &Report, tasks: bool) -> Result<()> {
+    if !structured_output(c, std::slice::from_ref(report), tasks, true)? {
+        print!("{}", render::run_summary(report, c.hist));
+        if tasks {
+            println!();
+            print!("{}", render::task_lines(report));
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     if schedlab_vm::guest::is_init() {
         guest_main();
@@ -446,13 +459,7 @@ fn run(cli: Cli) -> Result<()> {
             one_scheduler("run", &sched)?;
             let w = load_workload(&common)?;
             let report = simulate(&w, &sched)?;
-            if !structured_output(&common, std::slice::from_ref(&report), tasks, true)? {
-                print!("{}", render::run_summary(&report, common.hist));
-                if tasks {
-                    println!();
-                    print!("{}", render::task_lines(&report));
-                }
-            }
+            print_one(&common, &report, tasks)?;
         }
         Command::Trace { common, sched, output, format } => {
             one_scheduler("trace", &sched)?;
@@ -519,13 +526,7 @@ fn run(cli: Cli) -> Result<()> {
             let w = load_workload(&common)?;
             let label = vm::kernel_label(&kernel);
             let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
-            if !structured_output(&common, std::slice::from_ref(&report), tasks, true)? {
-                print!("{}", render::run_summary(&report, common.hist));
-                if tasks {
-                    println!();
-                    print!("{}", render::task_lines(&report));
-                }
-            }
+            print_one(&common, &report, tasks)?;
         }
         Command::Host { common, host_opts } => {
             if !common.cost.is_empty() {
@@ -535,9 +536,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             let w = load_workload(&common)?;
             let report = run_host(&w, &host_opts)?;
-            if !structured_output(&common, std::slice::from_ref(&report), false, true)? {
-                print!("{}", render::run_summary(&report, common.hist));
-            }
+            print_one(&common, &report, false)?;
         }
         Command::Compare {
             common,
@@ -659,6 +658,9 @@ fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
         }
     }
     // A tunable is one policy's: say which of those compared have it.
+    if w.tunables.is_empty() {
+        return Ok(names);
+    }
     let mut bare = w.clone();
     bare.tunables.clear();
     let known: Vec<Vec<&'static str>> = names

@@ -681,7 +681,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     drop(tracer);
 
     let results = std::mem::take(&mut *sh.results.lock().expect("lock"));
-    let report = build_report(
+    let (report, foreign) = build_report(
         &sh,
         results,
         trace.as_deref(),
@@ -700,9 +700,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         },
         kernel.tunables.clone(),
     );
-    if let Some(note) = report.host.as_ref().and_then(|h| h.notes.iter().find(|n| n.starts_with("other processes"))) {
-        warnings.push(note.clone());
-    }
+    warnings.extend(foreign);
     Ok(HostRun { report, warnings })
 }
 
@@ -802,6 +800,8 @@ fn cpu_accounting(
     (per_cpu, machine_busy.saturating_sub(own))
 }
 
+/// The run's report, and the warning that other processes competed with
+/// it when they took FOREIGN_LOAD_WARN_PCT or more (also among its notes).
 #[allow(clippy::too_many_arguments)]
 fn build_report(
     sh: &Shared,
@@ -813,7 +813,7 @@ fn build_report(
     stat1: &[(u64, u64)],
     mut host: HostInfo,
     tunables: Vec<(String, i64)>,
-) -> Report {
+) -> (Report, Option<String>) {
     let w = &sh.w;
     results.sort_by_key(|r| r.task);
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
@@ -872,12 +872,13 @@ fn build_report(
     let (per_cpu, other) = cpu_accounting(&sh.cpu_map, &results, stat0, stat1, duration);
     let capacity = (stop - t0).max(1) as f64 * sh.cpu_map.len() as f64;
     let other_pct = other as f64 / capacity * 100.0;
-    if other_pct >= FOREIGN_LOAD_WARN_PCT {
-        host.notes.push(format!(
+    let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {
+        format!(
             "other processes used {other_pct:.1}% of the workload's CPUs during the run: the figures include \
              their competition"
-        ));
-    }
+        )
+    });
+    host.notes.extend(foreign.clone());
     let frame = ReportFrame {
         source: "host".into(),
         scheduler: format!("linux {} (this machine)", host.kernel_release),
@@ -898,5 +899,5 @@ fn build_report(
     };
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
-    assemble(frame, raw, &names, &spec_lat, &spec_rps)
+    (assemble(frame, raw, &names, &spec_lat, &spec_rps), foreign)
 }
