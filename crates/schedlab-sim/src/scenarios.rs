@@ -12,6 +12,11 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("mixed-64", include_str!("../../../scenarios/mixed-64.toml")),
     ("make-j", include_str!("../../../scenarios/make-j.toml")),
     ("encoder", include_str!("../../../scenarios/encoder.toml")),
+    ("nice-hog", include_str!("../../../scenarios/nice-hog.toml")),
+    ("sleeper-hog", include_str!("../../../scenarios/sleeper-hog.toml")),
+    ("yield-hog", include_str!("../../../scenarios/yield-hog.toml")),
+    ("fork-burst", include_str!("../../../scenarios/fork-burst.toml")),
+    ("cgroup-split", include_str!("../../../scenarios/cgroup-split.toml")),
 ];
 
 pub fn builtin(name: &str) -> Option<&'static str> {
