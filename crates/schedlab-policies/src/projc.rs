@@ -1,34 +1,47 @@
-//! Project C (Alfred Chen's linux-prjc, the 6.x "alt" scheduler core,
-//! kernel/sched/alt_core.c with bmq.h / pds.h), in its two flavours:
+//! Project C v6.12-r1 (Alfred Chen's linux-prjc for Linux 6.12, as
+//! patches/prjc-6.12.patch applies it to 6.12.117: kernel/sched/alt_core.c
+//! with bmq.h / pds.h), in its two flavours:
 //!
 //! - `bmq`, BitMap Queue: one bitmap-indexed FIFO queue per CPU. A normal
 //!   task sits at level MIN_SCHED_NORMAL_PRIO + (nice + 20 + boost_prio) / 2
 //!   (task_sched_prio). boost_prio moves within +/- MAX_PRIORITY_ADJ (12):
-//!   it falls by one (priority rises) when a task wakes after sleeping longer
-//!   than a base slice, or goes to sleep having run less than
-//!   boost_threshold = base_slice >> ((20 - boost_prio) / 2) since it was
-//!   switched in; it rises by one each time a slice is used up
-//!   (sched_task_renew). A forked task starts with its parent's boost, a
-//!   first-generation task at 0. SCHED_BATCH is never boosted below 0,
-//!   SCHED_IDLE never boosted.
+//!   it falls by one (priority rises) every time the task goes to sleep
+//!   (sched_task_deactivate) and rises by one each time a slice is used up
+//!   (sched_task_renew). v6.12-r1's wakeup boost computes its delta as
+//!   `clock_task > last_ran`, a comparison (0 or 1) shifted right by 22, so
+//!   it never boosts; the model follows the code, not the intent. A forked
+//!   task starts with its parent's boost_prio (the task_struct is copied).
+//!   SCHED_BATCH is never boosted below 0, SCHED_IDLE never boosted.
 //! - `pds`, Priority and Deadline based Skiplist: a virtual deadline per
-//!   task, in units of 2^22 ns (time_edge = clock >> 22), renewed as
-//!   time_edge + nice + 20 when a slice is used up or a task is forked; a
-//!   sleeping task keeps its deadline. The queue is ordered by deadline,
-//!   FIFO within one unit.
+//!   task in units of 2^23 ns (time_edge = clock >> 23, two 4 ms slices per
+//!   unit), renewed as time_edge + SCHED_EDGE_DELTA + (nice + 20) / 2 (two
+//!   nice levels per unit) when a slice is used up, at fork and at yield;
+//!   a sleeping task keeps its deadline, clamped to time_edge + 31 when it
+//!   is queued. The queue is ordered by max(deadline, time_edge): a
+//!   deadline in the past waits at the current edge, FIFO.
 //!
-//! Both: the running task stays in its queue; sched_timeslice is 4 ms and
-//! ends exactly (hrtick); a waking task preempts when it is now the first in
+//! Both: the running task stays in its queue; the slice is
+//! sysctl_sched_base_slice = 4 << 20 ns (debugfs base_slice_ns) and ends
+//! exactly (hrtick); a slice with less than RESCHED_NS = 100 << 10 ns left
+//! counts as used up. __schedule runs check_curr on the task it switches
+//! away from, sleeping or not, so a task that goes to sleep with its slice
+//! used up gets a new slice (and BMQ's deboost, PDS's new deadline) then.
+//! A fork halves the parent's remaining slice and gives the other half to
+//! the child (a full slice, and a resched of the parent, when that half is
+//! below RESCHED_NS). A waking task preempts when it is now the first in
 //! the queue. select_task_rq prefers an idle core whose SMT siblings are all
 //! idle, then any idle CPU, then a CPU whose highest queued priority
-//! (watermark) is below the task's, each nearest the task's last CPU in
-//! cache order; otherwise the task stays where it ran. There is no
-//! periodic load balancer: a CPU that is about to go idle pulls up to half
-//! of the queued tasks (at most sched_nr_migrate = 32) of the nearest
-//! runqueue with tasks waiting (take_other_rq_tasks).
+//! (watermark) is below the task's, each the lowest-numbered CPU of the
+//! nearest cache level (best_mask_cpu); otherwise the task stays where it
+//! ran. There is no periodic load balancer: a CPU that is about to go idle
+//! looks at the nearest runqueues with tasks waiting and takes every other
+//! task behind the running one, at most half of the queue and
+//! sched_nr_migrate = 32 (migrate_pending_tasks). sched_yield() with
+//! yield_type = 1 and another task queued sets boost_prio to the maximum
+//! (BMQ) or renews slice and deadline (PDS) and requeues the task.
 //!
-//! Left out: the SMT group balancer (sg_balance), yield_type 2 (skip),
-//! cpufreq hooks.
+//! Left out: the SMT group balancer (sg_balance), the P-/E-core balance
+//! functions, cpufreq hooks.
 
 use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
@@ -37,8 +50,11 @@ use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskStat
 const MAX_PRIORITY_ADJ: i64 = 12;
 /// Keeps BMQ levels positive; only their order matters.
 const MIN_SCHED_NORMAL_PRIO: i64 = 32;
-const RESCHED_NS: i64 = 100_000;
-const PDS_TIMESLICE_SHIFT: u32 = 22;
+const RESCHED_NS: i64 = 100 << 10;
+/// pds.h: sched_timeslice_shift, "2 time slice slots" of 4 ms per unit.
+const PDS_TIMESLICE_SHIFT: u32 = 23;
+/// pds.h: SCHED_NORMAL_PRIO_NUM - NICE_WIDTH / 2.
+const SCHED_EDGE_DELTA: u64 = 32 - 20;
 const SCHED_NR_MIGRATE: usize = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,7 +79,6 @@ pub struct ProjectC {
     /// One queue per CPU; the running task stays in its queue.
     rqs: KeyedQueues,
     curr: Vec<Option<TaskId>>,
-    last_ts_switch: Vec<Nanos>,
     timers: SliceTimers,
     order: Vec<Vec<CpuId>>,
     pub boosts: u64,
@@ -75,11 +90,11 @@ impl ProjectC {
         let name = if flavour == Flavour::Bmq { "bmq" } else { "pds" };
         let mut tun = vec![
             TunableSpec {
-                name: "sched_timeslice",
-                value: 4,
-                min: 2,
-                max: 4,
-                help: "time slice in ms (boot parameter sched_timeslice=, 2 or 4)",
+                name: "base_slice_ns",
+                value: 4 << 20,
+                min: RESCHED_NS,
+                max: 1_000_000_000,
+                help: "time slice of every task (debugfs sched/base_slice_ns, sysctl_sched_base_slice)",
             },
             TunableSpec {
                 name: "yield_type",
@@ -90,19 +105,15 @@ impl ProjectC {
             },
         ];
         common::apply_tunables(name, &mut tun, &w.tunables)?;
-        if common::value_of(&tun, "sched_timeslice") == 3 {
-            return Err("sched_timeslice = 3: Project C accepts 2 or 4 (ms)".into());
-        }
         let n = w.nr_cpus() as usize;
         Ok(ProjectC {
             flavour,
-            timeslice: common::value_of(&tun, "sched_timeslice") * 1_000_000,
+            timeslice: common::value_of(&tun, "base_slice_ns"),
             yield_type: common::value_of(&tun, "yield_type"),
             tun,
             tasks: Vec::new(),
             rqs: KeyedQueues::new(n),
             curr: vec![None; n],
-            last_ts_switch: vec![0; n],
             timers: SliceTimers::new(n as u32, 2 << 56),
             order: Vec::new(),
             boosts: 0,
@@ -111,8 +122,7 @@ impl ProjectC {
     }
 
     fn time_edge(&self, now: Nanos) -> u64 {
-        let shift = if self.timeslice == 2_000_000 { PDS_TIMESLICE_SHIFT - 1 } else { PDS_TIMESLICE_SHIFT };
-        now >> shift
+        now >> PDS_TIMESLICE_SHIFT
     }
 
     /// The queue key: BMQ's level, or PDS's deadline.
@@ -124,7 +134,8 @@ impl ProjectC {
                 let level = (sys.task(t).nice as i64 + 20 + s.boost_prio) / 2;
                 (MIN_SCHED_NORMAL_PRIO + level) as u64
             }
-            Flavour::Pds => s.deadline,
+            // TASK_SCHED_PRIO_IDX: max(deadline, time_edge).
+            Flavour::Pds => s.deadline.max(self.time_edge(sys.now)),
         }
     }
 
@@ -159,7 +170,7 @@ impl ProjectC {
     }
 
     fn renew_deadline(&mut self, sys: &Sys, t: TaskId) {
-        let d = self.time_edge(sys.now) + (sys.task(t).nice + 20) as u64;
+        let d = self.time_edge(sys.now) + SCHED_EDGE_DELTA + (sys.task(t).nice + 20) as u64 / 2;
         self.tasks[t as usize].deadline = d;
     }
 
@@ -174,7 +185,7 @@ impl ProjectC {
     fn enqueue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
         if self.flavour == Flavour::Pds {
             // sched_task_sanity_check
-            let max = self.time_edge(sys.now) + 39;
+            let max = self.time_edge(sys.now) + SCHED_EDGE_DELTA + 20 - 1;
             let s = &mut self.tasks[t as usize];
             s.deadline = s.deadline.min(max);
         }
@@ -206,10 +217,15 @@ impl ProjectC {
             if nr < 2 {
                 continue;
             }
-            let skip = self.curr[src as usize];
+            // Every other task behind the running one, as many tries as
+            // half the queue.
+            let curr = self.curr[src as usize];
             let tries = (nr / 2).min(SCHED_NR_MIGRATE);
-            let candidates: Vec<TaskId> =
-                self.rqs.iter(src).map(|(_, t)| t).filter(|&t| Some(t) != skip).take(tries).collect();
+            let behind: Vec<TaskId> = match curr {
+                Some(c) => self.rqs.iter(src).map(|(_, t)| t).skip_while(|&t| t != c).skip(1).collect(),
+                None => continue,
+            };
+            let candidates: Vec<TaskId> = behind.into_iter().step_by(2).take(tries).collect();
             let mut moved = 0;
             for t in candidates {
                 if sys.allowed(t, cpu) {
@@ -224,6 +240,12 @@ impl ProjectC {
         }
         false
     }
+}
+
+/// best_mask_cpu: the lowest-numbered candidate of the nearest topology
+/// level (cpumask_any_and of sched_cpu_topo_masks, level by level).
+fn best_mask_cpu(sys: &Sys, from: CpuId, candidates: impl Iterator<Item = CpuId>) -> Option<CpuId> {
+    candidates.min_by_key(|&c| (common::locality(sys, from, c), c))
 }
 
 impl Policy for ProjectC {
@@ -244,6 +266,19 @@ impl Policy for ProjectC {
             self.tasks.resize(t as usize + 1, Task::default());
         }
         self.tasks[t as usize].time_slice = self.timeslice;
+        // sched_fork: the parent's slice is shared with the child.
+        if let Some(p) = parent
+            && let Some(cpu) = (0..sys.nr_cpus).find(|&c| self.curr[c as usize] == Some(p))
+        {
+            let half = self.tasks[p as usize].time_slice / 2;
+            self.tasks[p as usize].time_slice = half;
+            self.timers.arm(sys, cpu, sys.now + half.max(0) as Nanos);
+            if half < RESCHED_NS {
+                sys.resched(cpu);
+            } else {
+                self.tasks[t as usize].time_slice = half;
+            }
+        }
         match self.flavour {
             Flavour::Bmq => self.tasks[t as usize].boost_prio = parent.map_or(0, |p| self.tasks[p as usize].boost_prio),
             Flavour::Pds => self.renew_deadline(sys, t),
@@ -251,17 +286,12 @@ impl Policy for ProjectC {
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
-        if self.flavour == Flavour::Bmq
-            && matches!(kind, WakeKind::Wakeup { .. })
-            && sys.now.saturating_sub(sys.task(t).last_ran) > self.timeslice as u64
-        {
-            // sched_task_ttwu: slept longer than a slice.
-            self.boost(sys, t);
-        }
+        // sched_task_ttwu boosts by (clock_task > last_ran) >> 22, always 0.
+        let _ = kind;
         let from = sys.task(t).cpu;
         let allowed = |c: &CpuId| sys.allowed(t, *c);
         if sys.topology.threads_per_core > 1
-            && let Some(c) = common::nearest(
+            && let Some(c) = best_mask_cpu(
                 sys,
                 from,
                 (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.topology.siblings(c).all(|s| sys.idle(s))),
@@ -269,11 +299,11 @@ impl Policy for ProjectC {
         {
             return c;
         }
-        if let Some(c) = common::nearest(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.idle(c))) {
+        if let Some(c) = best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.idle(c))) {
             return c;
         }
         let key = self.key(sys, t);
-        if let Some(c) = common::nearest(
+        if let Some(c) = best_mask_cpu(
             sys,
             from,
             (0..sys.nr_cpus).filter(allowed).filter(|&c| self.watermark(c).is_some_and(|w| w > key)),
@@ -288,11 +318,13 @@ impl Policy for ProjectC {
     }
 
     fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
-        if self.flavour == Flavour::Bmq && why == Dequeue::Sleep && self.curr[cpu as usize] == Some(t) {
-            // sched_task_deactivate: a short run before sleeping.
-            let threshold = self.timeslice >> ((20 - self.tasks[t as usize].boost_prio) / 2);
-            if ((sys.now - self.last_ts_switch[cpu as usize]) as i64) < threshold {
+        if why == Dequeue::Sleep && self.curr[cpu as usize] == Some(t) {
+            // __schedule: sched_task_deactivate, then check_curr(prev).
+            if self.flavour == Flavour::Bmq {
                 self.boost(sys, t);
+            }
+            if self.tasks[t as usize].time_slice < RESCHED_NS {
+                self.time_slice_expired(sys, t);
             }
         }
         self.rqs.remove(t);
@@ -311,9 +343,6 @@ impl Policy for ProjectC {
         match next {
             Some(n) => {
                 self.curr[cpu as usize] = Some(n);
-                if prev != Some(n) {
-                    self.last_ts_switch[cpu as usize] = sys.now;
-                }
                 let left = self.tasks[n as usize].time_slice.max(0) as Nanos;
                 self.timers.arm(sys, cpu, sys.now + left);
             }
@@ -346,7 +375,7 @@ impl Policy for ProjectC {
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        if self.yield_type == 0 {
+        if self.yield_type == 0 || self.rqs.len(cpu) < 2 {
             return;
         }
         match self.flavour {
