@@ -295,6 +295,7 @@ impl<'w> Engine<'w> {
             last_ran: 0,
             slept_at: 0,
             last_sleep_len: 0,
+            futex_wait: false,
         });
         let rng = task_rng(self.w.seed, t);
         self.progs.push(Prog { rng: Some(rng), ..Prog::default() });
@@ -707,6 +708,7 @@ impl<'w> Engine<'w> {
         let info = &mut self.sys.tasks[t as usize];
         info.state = TaskState::Sleeping;
         info.slept_at = now;
+        info.futex_wait = until.is_none();
         let prog = &mut self.progs[t as usize];
         prog.sleep_epoch = prog.sleep_epoch.wrapping_add(1);
         if let Some(at) = until {

@@ -45,6 +45,11 @@ pub struct TaskInfo {
     /// When the task last went to sleep, and for how long it slept last.
     pub slept_at: Nanos,
     pub last_sleep_len: Nanos,
+    /// The task sleeps (or last slept) waiting for another task (a `wait`,
+    /// a condition or a barrier), which real programs do in a futex and the
+    /// host runner with a condition variable; false for a timed sleep or a
+    /// timer. BORE places such a task differently when it wakes.
+    pub futex_wait: bool,
 }
 
 #[derive(Clone, Debug, Default)]

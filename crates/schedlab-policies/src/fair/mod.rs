@@ -381,7 +381,7 @@ impl Fair {
         self.bore.as_ref().map(|_| self.burst[t as usize].score)
     }
 
-    /// inherit_burst_direct: the parent's children's average penalty, at
+    /// inherit_from_parent: the parent's children's average penalty, at
     /// least the parent's own, cached for sched_burst_cache_lifetime.
     fn bore_inherit(&mut self, now: Nanos, parent: TaskId) -> u32 {
         let b = self.bore.as_ref().expect("bore");
@@ -391,7 +391,8 @@ impl Fair {
         {
             return score;
         }
-        let kids = &self.children[parent as usize];
+        // BURST_CACHE_STOP_COUNT: the first 63 children.
+        let kids = &self.children[parent as usize][..self.children[parent as usize].len().min(63)];
         let sum: u32 = kids.iter().map(|&c| self.burst[c as usize].penalty).sum();
         let avg = if kids.is_empty() { 0 } else { sum / kids.len() as u32 };
         let score = avg.max(self.burst[parent as usize].penalty);
@@ -679,8 +680,10 @@ impl Fair {
                     return;
                 }
                 if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
-                    // sched_deadline_boost_mask = ENQUEUE_INITIAL | ENQUEUE_WAKEUP
-                    if initial || wakeup {
+                    if e.task != NONE && self.burst[e.task as usize].futex_waiting {
+                        // A futex waiter's deadline is its vruntime.
+                        vslice = 0;
+                    } else if initial || wakeup {
                         vslice /= 2;
                     }
                 } else if self.tun.features.place_deadline_initial && initial {
@@ -894,7 +897,12 @@ impl Fair {
 
     fn requeue_delayed(&mut self, rq: u32, se: u32) {
         if self.tun.features.delay_zero {
-            self.update_entity_lag(rq, se);
+            // BORE took the lag when the entity was delayed (negative then:
+            // it was not eligible), and would place it as a wakeup.
+            let bore = self.bore.as_ref().is_some_and(|b| b.sched_bore);
+            if !bore {
+                self.update_entity_lag(rq, se);
+            }
             if self.ents[se as usize].vlag > 0 {
                 let is_curr = self.rqs[rq as usize].curr == Some(se);
                 self.rqs[rq as usize].nr_queued -= 1;
@@ -902,7 +910,7 @@ impl Fair {
                     self.tree_remove(rq, se);
                 }
                 self.ents[se as usize].vlag = 0;
-                self.place_entity(rq, se, false, false);
+                self.place_entity(rq, se, false, bore);
                 if !is_curr {
                     self.tree_insert(rq, se);
                 }
@@ -1120,11 +1128,11 @@ impl Fair {
         }
         let eligible = self.eligibility(rq);
         let curr = curr_on.filter(|&c| eligible(self.ents[c as usize].vruntime));
-        let protect = protect
-            && !self
-                .bore
-                .as_ref()
-                .is_some_and(|b| b.sched_bore && b.parity_threshold > 0 && b.parity_threshold < r.nr_queued);
+        // Under BORE, RUN_TO_PARITY_BORE (off by default) stands for it.
+        let protect = match &self.bore {
+            Some(b) if b.sched_bore => b.run_to_parity,
+            _ => protect,
+        };
         if let Some(c) = curr
             && protect
             && self.protect_slice(c)
@@ -1504,13 +1512,13 @@ impl Policy for Fair {
                 self.children.resize(t as usize + 1, Vec::new());
             }
             if let Some(p) = parent {
-                // sched_clone_bore, then task_fork_fair's update_burst_score.
+                // task_fork_bore: the copied prev_penalty, raised to the inherited one.
                 let inherited = self.bore_inherit(sys.now, p);
                 self.parent_of[t as usize] = Some(p);
                 self.children[p as usize].push(t);
+                let parent_prev = self.burst[p as usize].prev_penalty;
                 let b = &mut self.burst[t as usize];
-                b.prev_penalty = inherited;
-                b.penalty = inherited;
+                b.prev_penalty = parent_prev.max(inherited);
                 b.update(self.bore.as_ref().expect("bore"));
                 self.ents[se as usize].weight = self.bore_weight(sys, t);
             }
@@ -1531,6 +1539,11 @@ impl Policy for Fair {
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
+        if self.bore.is_some() {
+            // futex_wait_queue sets it before schedule() and clears it when
+            // the task runs again: a wakeup's placement sees it.
+            self.burst[t as usize].futex_waiting = how == Enqueue::Wakeup && sys.task(t).futex_wait;
+        }
         self.enqueue_task(sys, cpu, t, how);
     }
 
@@ -1564,6 +1577,9 @@ impl Policy for Fair {
             && !self.eligible(rq, se)
         {
             // DELAY_DEQUEUE: stays in the tree, ineligible, until picked.
+            if self.tun.features.delay_zero && self.bore.as_ref().is_some_and(|b| b.sched_bore) {
+                self.update_entity_lag(rq, se);
+            }
             self.ents[se as usize].delayed = true;
             self.per_task[t as usize].pelt.set(sys.now, 0, self.ents[se as usize].weight);
             return;
@@ -1648,6 +1664,7 @@ impl Policy for Fair {
     fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
         if let Some(tun) = &self.bore {
             let b = &mut self.burst[t as usize];
+            b.futex_waiting = false;
             b.burst_time += delta;
             let old = b.score;
             if b.update(tun) != old {
