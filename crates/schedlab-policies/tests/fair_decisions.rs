@@ -145,9 +145,12 @@ program = [ { loop = "forever", body = [ { timer = "2ms" }, { run = "100us" } ] 
 
 #[test]
 fn eevdf_preempt_short_cuts_through_a_protected_long_slice() {
-    // Hogs ask for 20 ms slices, so RUN_TO_PARITY protects them for 20 ms;
-    // a 100 us-slice task waking every 3 ms cuts through that protection
-    // only with PREEMPT_SHORT.
+    // A hog asks for 20 ms slices, so RUN_TO_PARITY protects it for 20 ms
+    // while it is eligible; a 100 us-slice task waking every 3 ms cuts
+    // through that protection only with PREEMPT_SHORT. PLACE_LAG is off so
+    // that the sleeper wakes with no lag: with the credit it earns by
+    // sleeping it would make the hog ineligible, unprotected, and preempt it
+    // either way.
     let text = |preempt_short: u8| {
         format!(
             r#"
@@ -156,9 +159,9 @@ duration = "2s"
 cpus = 1
 [tunables]
 PREEMPT_SHORT = {preempt_short}
+PLACE_LAG = 0
 [[task]]
 name = "hog"
-count = 2
 slice = "20ms"
 program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
 [[task]]

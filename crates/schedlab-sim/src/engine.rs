@@ -132,12 +132,25 @@ pub fn task_rng(seed: u64, t: TaskId) -> Pcg64Mcg {
 /// Spread of tick arrival times within one jiffy across CPUs.
 const TICK_JITTER_NS: u64 = 4_000;
 
-fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64) -> u64 {
-    // splitmix64 of (seed, cpu, jiffy): cheap, stateless, deterministic.
-    let mut z = seed ^ (cpu as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ jiffy.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+fn splitmix(seed: u64, a: u64, b: u64) -> u64 {
+    // splitmix64 of (seed, a, b): cheap, stateless, deterministic.
+    let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    (z ^ (z >> 31)) % TICK_JITTER_NS
+    z ^ (z >> 31)
+}
+
+fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64) -> u64 {
+    splitmix(seed, cpu as u64, jiffy) % TICK_JITTER_NS
+}
+
+/// Where in the jiffy the workload starts: a real one starts at no
+/// particular point of the tick, and its timers (set from its own start)
+/// keep that phase to the tick for the whole run, both being hrtimers on
+/// one clock. Starting every run on a tick made every 4th 1 ms timer of a
+/// HZ=250 run expire on the very nanosecond of a tick.
+fn tick_phase(seed: u64, tick: u64) -> u64 {
+    splitmix(seed, u64::MAX, 0x7469_636b) % tick.max(1)
 }
 
 /// Limits a run's bookkeeping; defaults suit the CLI.
@@ -524,8 +537,9 @@ impl<'w> Engine<'w> {
         // but interrupts of one jiffy reach the CPUs in no fixed order: a
         // seeded jitter of up to TICK_JITTER_NS keeps the CPU numbering from
         // deciding who balances first.
-        let jiffy = self.sys.now / tick + 1;
-        let at = jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy);
+        let phase = tick_phase(self.w.seed, tick);
+        let jiffy = if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 };
+        let at = phase + jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy);
         let epoch = run.tick_epoch;
         self.push(at, Kind::Tick(cpu, epoch));
     }
