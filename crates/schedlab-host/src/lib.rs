@@ -616,15 +616,25 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     if failed {
         sh.stop.store(true, Ordering::SeqCst);
     }
-    let stat0 = sys::cpu_times();
     if let Some(t) = &tracer {
         t.set_on(true);
     }
-    let t0 = sys::now();
+    // The gate is a futex, and opening it wakes every thread at once: under
+    // a policy that lets a woken futex waiter preempt (BORE 6.5.5 gives it a
+    // deadline of now) that is a burst of a switch per thread, which no
+    // workload asked for and a simulation, whose tasks are runnable at t=0,
+    // does not have. So t0 lies ahead of the opening, far enough for every
+    // thread to go back to sleep until it: at t0 they all become runnable
+    // from their timers together, and the analysis counts from t0.
+    let t0 = sys::now() + START_MARGIN_NS + START_MARGIN_PER_THREAD_NS * spawned as u64;
     sh.t0.store(t0, Ordering::SeqCst);
     let end = t0 + w.duration;
     sh.end.store(end, Ordering::SeqCst);
     sh.go.open();
+    while sys::now() < t0 && signals::received().is_none() {
+        sys::sleep_until(t0);
+    }
+    let stat0 = sys::cpu_times();
     if !failed {
         // Wake every 250 ms to see whether every task has exited: a finite
         // workload ends there, with its makespan.
@@ -758,6 +768,12 @@ fn analyse_trace(
     }
     f
 }
+
+/// Time between opening the start gate and t0: enough for every woken
+/// thread to reach its sleep until t0, even under TCG (tens of
+/// microseconds each).
+const START_MARGIN_NS: u64 = 20_000_000;
+const START_MARGIN_PER_THREAD_NS: u64 = 100_000;
 
 /// Other processes' share of the workload's CPUs above which a report
 /// says that they competed with it.
