@@ -20,68 +20,82 @@ pub struct PolicyInfo {
     pub source: &'static str,
     /// Whether it has group scheduling (cpu.weight, cpu.max).
     pub groups: bool,
+    /// The guest kernel (`NAME.bzImage` of ../shared/kernels) this model is
+    /// checked against by `schedlab validate`, and what that kernel is; None
+    /// where no kernel of the scheduler can be booted.
+    pub kernel: Option<(&'static str, &'static str)>,
 }
 
 pub const POLICIES: &[PolicyInfo] = &[
     PolicyInfo {
         name: "cfs",
         summary: "Completely Fair Scheduler: vruntime order, sched_latency/min_granularity slices",
-        source: "Linux 5.15-6.5 kernel/sched/fair.c",
+        source: "Linux 6.1.192 kernel/sched/fair.c",
         groups: true,
+        kernel: Some(("cfs-6.1", "Linux 6.1.192")),
     },
     PolicyInfo {
         name: "eevdf",
         summary: "Earliest Eligible Virtual Deadline First: lag, eligibility, base_slice deadlines",
-        source: "Linux 6.12-6.18 kernel/sched/fair.c, features.h",
+        source: "Linux 6.12.117 kernel/sched/fair.c, features.h",
         groups: true,
+        kernel: Some(("eevdf-6.12", "Linux 6.12.117")),
     },
     PolicyInfo {
         name: "bore",
         summary: "EEVDF with BORE's burst penalty: tasks that run long without sleeping lose weight",
-        source: "BORE 5.9.6 for Linux 6.12 (firelzrd/bore-scheduler)",
+        source: "BORE 6.5.5 on Linux 6.12.117 (patches/bore-6.12.patch)",
         groups: true,
+        kernel: Some(("bore-6.12", "BORE 6.5.5 on Linux 6.12.117")),
     },
     PolicyInfo {
         name: "bfs",
         summary: "one global runqueue, earliest virtual deadline first, nice as deadline ratio",
         source: "BFS v0.512 (Con Kolivas, Linux 4.8)",
         groups: false,
+        kernel: None,
     },
     PolicyInfo {
         name: "muqss",
         summary: "BFS deadlines on per-CPU skiplists, each pick looks at every runqueue",
         source: "MuQSS v0.205 (Con Kolivas, Linux 5.12)",
         groups: false,
+        kernel: None,
     },
     PolicyInfo {
         name: "bmq",
         summary: "bitmap priority queues per CPU, priority boosted by sleeping and lowered by used slices",
-        source: "Project C / BMQ (Alfred Chen, linux-prjc 6.x bmq.h, alt_core.c)",
+        source: "Project C v6.12-r1 BMQ (Alfred Chen; patches/prjc-6.12.patch)",
         groups: false,
+        kernel: Some(("bmq-6.12", "Project C v6.12-r1 (BMQ) on Linux 6.12.117")),
     },
     PolicyInfo {
         name: "pds",
-        summary: "per-CPU queues ordered by a nice-based virtual deadline in 4 ms units",
-        source: "Project C / PDS (Alfred Chen, linux-prjc 6.x pds.h, alt_core.c)",
+        summary: "per-CPU queues ordered by a nice-based virtual deadline in 8.4 ms units",
+        source: "Project C v6.12-r1 PDS (Alfred Chen; patches/prjc-6.12.patch)",
         groups: false,
+        kernel: Some(("pds-6.12", "Project C v6.12-r1 (PDS) on Linux 6.12.117")),
     },
     PolicyInfo {
         name: "cacule",
         summary: "CFS ordered by a ULE interactivity score: the task that slept most relative to its run goes first",
         source: "CacULE for Linux 5.14 (Hamad Al Marri, cacule-5.14.patch)",
         groups: true,
+        kernel: Some(("cacule-6.1", "CacULE for 6.1 on Linux 6.1.192")),
     },
     PolicyInfo {
         name: "tt",
         summary: "CFS with task types (realtime, interactive, CPU-bound, batch) and HRRN order, CFS balancer",
         source: "TT for Linux 6.3 (Hamad Al Marri, tt-6.3.patch)",
         groups: false,
+        kernel: Some(("tt-6.1", "TT for 6.1 on Linux 6.1.192")),
     },
     PolicyInfo {
         name: "baby",
         summary: "minimal per-CPU deadline scheduler: one-tick round robin by deadline",
         source: "Baby (deadline) for Linux 5.14 (Hamad Al Marri)",
         groups: false,
+        kernel: None,
     },
 ];
 

@@ -1,5 +1,7 @@
-//! The Linux fair class, as CFS (Linux 5.15 to 6.5) and as EEVDF (Linux 6.12
-//! to 6.18), sharing what the kernel shares between them in
+//! The Linux fair class, as CFS (Linux 6.1.192, the last CFS series; the
+//! same code from 5.13 to 6.5) and as EEVDF (Linux 6.12.117), the versions
+//! of the cfs-6.1 and eevdf-6.12 guest kernels `schedlab validate` checks
+//! them against, sharing what the kernel shares between them in
 //! kernel/sched/fair.c: per-CPU cfs_rqs in a hierarchy of task groups,
 //! group entities weighted by calc_group_shares, CFS bandwidth control
 //! (cpu.max), PELT load for balancing, and the SMP code in [`crate::smp`].
@@ -10,15 +12,16 @@
 //!
 //! EEVDF orders by virtual deadline and follows avg_vruntime and
 //! entity_eligible, update_deadline, pick_eevdf with RUN_TO_PARITY's
-//! protected slice (the 6.17+ vprot form), place_entity with PLACE_LAG and
+//! protected slice (6.12's: until the deadline stashed at pick moves),
+//! place_entity with PLACE_LAG and
 //! PLACE_DEADLINE_INITIAL, update_entity_lag, DELAY_DEQUEUE with DELAY_ZERO,
 //! PLACE_REL_DEADLINE, PREEMPT_SHORT and custom slices (sched_attr).
 //!
 //! Simplifications, each small against the decisions modelled: group shares
 //! use instantaneous runqueue weight where the kernel uses max(weight,
 //! load_avg); only task entities are delayed (the kernel may delay group
-//! entities too); 6.18's task-based throttling is modelled as the classic
-//! per-cfs_rq throttle. pick_eevdf and cfs_rq_min_slice walk the augmented
+//! entities too); throttling is the per-cfs_rq throttle both versions
+//! have. pick_eevdf walks the augmented
 //! tree as the kernel does ([`tree`]).
 //!
 //! Three out-of-tree schedulers are built on this code as their patches
@@ -608,25 +611,12 @@ impl Fair {
         self.tick
     }
 
-    /// cfs_rq_min_slice: the shortest request among queued entities.
-    fn min_slice(&self, rq: u32) -> u64 {
-        let r = &self.rqs[rq as usize];
-        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq).map_or(u64::MAX, |c| self.ents[c as usize].slice);
-        curr.min(r.tree.min_slice(&self.ents).unwrap_or(u64::MAX))
-    }
-
-    fn set_protect_slice(&mut self, rq: u32, se: u32) {
-        let e = &self.ents[se as usize];
-        let mut slice = self.tun.base_slice_ns / scaling_factor(self.tun.tunable_scaling, self.nr_cpus);
-        let mut vprot = e.deadline;
-        if self.tun.features.run_to_parity {
-            slice = self.min_slice(rq);
-        }
-        slice = slice.min(e.slice);
-        if slice != e.slice {
-            vprot = vprot.min(e.vruntime + calc_delta_fair(slice, e.weight) as i64);
-        }
-        self.ents[se as usize].vprot = vprot;
+    /// set_next_entity's stash of the deadline (6.12: se->vlag =
+    /// se->deadline): the slice is protected until the deadline moves, when
+    /// the request is used up (update_deadline) or reweighted, or until a
+    /// PREEMPT_SHORT wakeup cancels it.
+    fn set_protect_slice(&mut self, _rq: u32, se: u32) {
+        self.ents[se as usize].vprot = self.ents[se as usize].deadline;
     }
 
     fn protect_slice(&self, se: u32) -> bool {
@@ -786,6 +776,8 @@ impl Fair {
             e.vruntime = avg - (vlag as i128 * old as i128 / new as i128) as i64;
             let vslice = e.deadline - avg;
             e.deadline = avg + (vslice as i128 * old as i128 / new as i128) as i64;
+            // The stashed deadline no longer matches: no protection (6.12).
+            e.vprot = i64::MIN;
         } else if self.variant == Variant::Eevdf {
             let e = &mut self.ents[se as usize];
             e.vlag = (e.vlag as i128 * old as i128 / new as i128) as i64;
@@ -1539,6 +1531,17 @@ impl Policy for Fair {
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
+        if how == Enqueue::New {
+            // task_struct start_time is the fork: a task whose workload
+            // start lies later is born then, not when the engine made it.
+            let se = self.per_task[t as usize].se as usize;
+            if self.cacule.is_some() {
+                self.cnodes[se].start_time = sys.now;
+            }
+            if self.tt.is_some() {
+                self.tnodes[se].start_time = sys.now;
+            }
+        }
         if self.bore.is_some() {
             // futex_wait_queue sets it before schedule() and clears it when
             // the task runs again: a wakeup's placement sees it.

@@ -269,6 +269,9 @@ impl Tree {
     }
 
     /// The least slice in the tree (the root's augment).
+    /// cfs_rq_min_slice; 6.12's pick does not read it (6.17's RUN_TO_PARITY
+    /// and 6.13's group slices do), the augmentation's tests do.
+    #[cfg(test)]
     pub fn min_slice(&self, ents: &[Ent]) -> Option<u64> {
         (self.root != NONE).then(|| ents[self.root as usize].node.min_slice)
     }
