@@ -6,6 +6,7 @@ mod html;
 mod render;
 mod svg;
 mod sweep;
+mod validate;
 mod vm;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -186,6 +187,38 @@ enum Command {
         /// Worker threads (default: one per CPU).
         #[arg(long)]
         jobs: Option<usize>,
+    },
+    /// Check each simulated policy against its own kernel booted under QEMU
+    /// on a fixed set of experiments, and write validation.md with the
+    /// simulated and real figures side by side (about 25 minutes; --quick,
+    /// three decision-only experiments, about 12 s per kernel).
+    Validate {
+        /// Directory for validation.md and the real runs' reports (default:
+        /// ./schedlab-validation; the repository's docs/ only when named).
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+        /// Directory of the guest kernels, NAME.bzImage as `schedlab list`
+        /// names them.
+        #[arg(long, value_name = "DIR")]
+        kernels: Option<std::path::PathBuf>,
+        /// Only the experiments whose figures are decisions one short run
+        /// settles, one run each (what CI runs).
+        #[arg(long)]
+        quick: bool,
+        /// Runs per figure on each side (default 3; 1 with --quick).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Comma-separated policies (default: every policy whose kernel is
+        /// in --kernels).
+        #[arg(long, value_delimiter = ',')]
+        sched: Vec<String>,
+        /// Accelerator: auto, kvm or tcg.
+        #[arg(long, default_value = "auto", value_parser = clap::value_parser!(schedlab_vm::Accel))]
+        accel: schedlab_vm::Accel,
+        /// Take the real runs kept in DIR/validation/ by an earlier run
+        /// instead of booting the kernels again (after a model change).
+        #[arg(long)]
+        reuse_real: bool,
     },
     /// Measure this machine's context switch, idle wakeup and syscall costs
     /// and print them as --cost flags and a [machine] costs line, so that
@@ -633,6 +666,17 @@ fn run(cli: Cli) -> Result<()> {
             host,
             jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         })?,
+        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real } => {
+            validate::run(validate::Options {
+                out: out.unwrap_or_else(validate::default_out),
+                kernels: kernels.unwrap_or_else(validate::default_kernels),
+                quick,
+                runs,
+                sched,
+                accel,
+                reuse: reuse_real,
+            })?
+        }
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,
         Command::Calibrate { samples } => calibrate(samples)?,
@@ -733,6 +777,10 @@ fn list() {
     .expect("the built-in sample workload is valid");
     for p in POLICIES {
         println!("{:<8} {}\n         follows {}", p.name, p.summary, p.source);
+        match p.kernel {
+            Some((file, what)) => println!("         checked against {what} ({file}.bzImage, `schedlab validate`)"),
+            None => println!("         no bootable kernel to check it against"),
+        }
         if let Ok(policy) = schedlab_policies::build(p.name, &sample) {
             for t in policy.tunables() {
                 println!("           {:<30} {:>12}  {}", t.name, t.value, t.help);

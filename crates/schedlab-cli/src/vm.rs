@@ -36,14 +36,14 @@ pub(crate) struct VmArgs {
     /// Accelerator: auto (KVM when it brings the guest up, else TCG), kvm
     /// or tcg.
     #[arg(long, default_value = "auto", value_parser = clap::value_parser!(schedlab_vm::Accel))]
-    accel: schedlab_vm::Accel,
+    pub(crate) accel: schedlab_vm::Accel,
     /// Guest memory, e.g. 1G or 512M.
     #[arg(long, default_value = "1G", value_parser = parse_memory)]
-    memory: u64,
+    pub(crate) memory: u64,
     /// How long the guest may take after booting before it is killed
     /// (default: 2 minutes plus twice the duration).
     #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
-    timeout: Option<u64>,
+    pub(crate) timeout: Option<u64>,
 }
 
 fn parse_memory(s: &str) -> Result<u64, String> {

@@ -215,3 +215,42 @@ fn bad_kernels_and_simulator_flags_get_one_clear_error() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("apt-get install qemu-system-x86"));
     let _ = std::fs::remove_file(&not_a_kernel);
 }
+
+/// `schedlab validate --quick` on two kernels of different schedulers: every
+/// figure within its tolerance or explained from the source. This is the
+/// suite that says whether a model still agrees with its kernel.
+#[test]
+fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
+    if idle < 1.5 {
+        eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for the guests' tick rates to hold");
+        return;
+    }
+    let out_dir = std::env::temp_dir().join(format!("schedlab-validate-test-{}", std::process::id()));
+    let out = schedlab()
+        .args(["validate", "--quick", "--sched", "eevdf,pds", "--accel", "tcg", "--kernels"])
+        .arg(k.parent().unwrap())
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let page = std::fs::read_to_string(out_dir.join("validation.md")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "validate failed:\n{stderr}\n{page}");
+    assert!(page.contains("## eevdf: Linux 6.12.117") && page.contains("## pds: Project C v6.12-r1"), "{page}");
+    assert!(!page.contains("unexplained**"), "{page}");
+}
+
+#[test]
+fn validate_refuses_what_it_cannot_check() {
+    let out = schedlab().args(["validate", "--sched", "bfs", "--out", "/nonexistent-dir"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bfs has no bootable kernel"), "{out:?}");
+    let out = schedlab().args(["validate", "--kernels", "/nonexistent-dir", "--out", "/tmp"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no guest kernel found in /nonexistent-dir"), "{out:?}");
+    let out = schedlab().args(["validate", "--runs", "0"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("give from 1 to 20 runs"), "{out:?}");
+}
