@@ -164,8 +164,10 @@ fn thread_test(doc: &mut Doc) -> Result<()> {
          HRTICK a fair-class slice can only end at a tick, so once the slice \
          (sched_latency/N, at least min_granularity) is shorter than the 4 ms tick of HZ=250, \
          every tick switches and the rate stops growing with N: the answer is no, not past a \
-         handful of threads. The policies that differ are those whose slices are longer than a \
-         tick: BFS/MuQSS's rr_interval (6 ms) and BORE's burst-scaled slices.\n\n",
+         handful of threads. The policies that differ are those whose slices are not below a \
+         tick: BFS/MuQSS's rr_interval (6 ms), Project C's 4.19 ms (4 << 20 ns) ended exactly by \
+         hrtick (238/s), and BORE's base slice of exactly one tick, used up at the next tick or the \
+         one after depending on microseconds of tick jitter.\n\n",
         counts.rsplit(',').next().unwrap_or(""),
         svg::time_label(duration as f64),
         duration / MS
