@@ -35,8 +35,9 @@
 //! nearest cache level (best_mask_cpu); otherwise the task stays where it
 //! ran. There is no periodic load balancer: a CPU that is about to go idle
 //! looks at the nearest runqueues with tasks waiting and takes every other
-//! task behind the running one, at most half of the queue and
-//! sched_nr_migrate = 32 (migrate_pending_tasks). sched_yield() with
+//! queued task, at most half of the queue and sched_nr_migrate = 32
+//! (migrate_pending_tasks walks from the running task; see
+//! take_other_rq_tasks for why the walk here starts at the head). sched_yield() with
 //! yield_type = 1 and another task queued sets boost_prio to the maximum
 //! (BMQ) or renews slice and deadline (PDS) and requeues the task.
 //!
