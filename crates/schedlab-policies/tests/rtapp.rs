@@ -167,3 +167,86 @@ fn dl_runtime_on_sched_other_is_eevdf_s_custom_slice() {
     // Without --cpus the machine has the CPUs the file names.
     assert_eq!(schedlab_sim::rtapp::cpus_named(phased), Some(8));
 }
+
+/// A policy that passes everything to `inner` and keeps each wakeup's
+/// kind with what the woken task was waiting on.
+struct WakeRecorder {
+    inner: Box<dyn schedlab_sim::Policy>,
+    /// (the task's spec, WF_SYNC, was waiting in a futex)
+    wakes: std::rc::Rc<std::cell::RefCell<Vec<(u32, bool, bool)>>>,
+}
+
+impl schedlab_sim::Policy for WakeRecorder {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn tunables(&self) -> Vec<schedlab_sim::Tunable> {
+        self.inner.tunables()
+    }
+    fn init(&mut self, sys: &mut schedlab_sim::Sys) {
+        self.inner.init(sys)
+    }
+    fn task_new(&mut self, sys: &mut schedlab_sim::Sys, t: u32, parent: Option<u32>) {
+        self.inner.task_new(sys, t, parent)
+    }
+    fn select_cpu(&mut self, sys: &mut schedlab_sim::Sys, t: u32, prev: u32, kind: schedlab_sim::WakeKind) -> u32 {
+        if let schedlab_sim::WakeKind::Wakeup { waker_cpu: Some(_), sync } = kind {
+            self.wakes.borrow_mut().push((sys.task(t).spec, sync, sys.task(t).futex_wait));
+        }
+        self.inner.select_cpu(sys, t, prev, kind)
+    }
+    fn enqueue(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, t: u32, how: schedlab_sim::Enqueue) {
+        self.inner.enqueue(sys, cpu, t, how)
+    }
+    fn dequeue(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, t: u32, why: schedlab_sim::Dequeue) {
+        self.inner.dequeue(sys, cpu, t, why)
+    }
+    fn pick_next(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32) -> Option<u32> {
+        self.inner.pick_next(sys, cpu)
+    }
+    fn put_prev(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, t: u32, runnable: bool) {
+        self.inner.put_prev(sys, cpu, t, runnable)
+    }
+    fn account(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, t: u32, delta: u64) {
+        self.inner.account(sys, cpu, t, delta)
+    }
+    fn tick(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, curr: u32) {
+        self.inner.tick(sys, cpu, curr)
+    }
+    fn wakeup_preempt(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, curr: u32, woken: u32) -> bool {
+        self.inner.wakeup_preempt(sys, cpu, curr, woken)
+    }
+    fn yield_task(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, t: u32) {
+        self.inner.yield_task(sys, cpu, t)
+    }
+    fn balance(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32, idle: bool) {
+        self.inner.balance(sys, cpu, idle)
+    }
+    fn newidle_balance(&mut self, sys: &mut schedlab_sim::Sys, cpu: u32) {
+        self.inner.newidle_balance(sys, cpu)
+    }
+    fn timer(&mut self, sys: &mut schedlab_sim::Sys, token: u64) {
+        self.inner.timer(sys, token)
+    }
+}
+
+#[test]
+fn futex_wakeups_are_not_sync_and_pipe_wakeups_are() {
+    // sync.json: a barrier and a condition (futexes, as pthreads and the
+    // host runner have them) beside a mutex handed over as a channel token
+    // (a pipe in the host runner). try_to_wake_up gets WF_SYNC from a pipe
+    // write, never from FUTEX_WAKE.
+    let w = rtapp(&example("sync.json"), &cpus(2));
+    let wakes = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let policy = Box::new(WakeRecorder { inner: schedlab_policies::build("eevdf", &w).unwrap(), wakes: wakes.clone() });
+    schedlab_sim::Engine::new(&w, policy, schedlab_sim::EngineOptions::default()).run().unwrap();
+    let wakes = wakes.borrow();
+    let by = |name: &str| wakes.iter().filter(|(s, ..)| w.tasks[*s as usize].name == name).collect::<Vec<_>>();
+    for name in ["fast_stage", "listener"] {
+        let w = by(name);
+        assert!(!w.is_empty(), "{name} was never woken by a task");
+        assert!(w.iter().all(|&&(_, sync, futex)| futex && !sync), "{name}: {w:?}");
+    }
+    let lockers = by("locker");
+    assert!(!lockers.is_empty() && lockers.iter().all(|&&(_, sync, futex)| sync && !futex), "{lockers:?}");
+}

@@ -434,7 +434,10 @@ impl<'w> Engine<'w> {
         let kind = if new {
             WakeKind::New
         } else {
-            WakeKind::Wakeup { waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu), sync: waker.is_some() }
+            // A pipe write wakes its reader with WF_SYNC; a futex wake (a
+            // condition, a barrier) does not.
+            let sync = waker.is_some() && !self.sys.tasks[t as usize].futex_wait;
+            WakeKind::Wakeup { waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu), sync }
         };
         {
             let info = &mut self.sys.tasks[t as usize];
@@ -595,7 +598,7 @@ impl<'w> Engine<'w> {
                 Op::Sleep(d) => {
                     let rng = prog.rng.as_mut().expect("every task has its stream");
                     let len = d.sample(rng);
-                    self.block(cpu, t, Some(now + len));
+                    self.block(cpu, t, Some(now + len), false);
                     return;
                 }
                 Op::Timer { period, slot, mode } => {
@@ -613,7 +616,7 @@ impl<'w> Engine<'w> {
                         }
                     };
                     prog.timer_next[slot] = Some(next);
-                    self.block(cpu, t, Some(next));
+                    self.block(cpu, t, Some(next), false);
                     return;
                 }
                 Op::Wait(ch) => {
@@ -623,7 +626,7 @@ impl<'w> Engine<'w> {
                         continue;
                     }
                     chan.waiters.push_back(t);
-                    self.block(cpu, t, None);
+                    self.block(cpu, t, None, false);
                     return;
                 }
                 Op::Signal(ch) => self.signal(t, *ch),
@@ -632,7 +635,7 @@ impl<'w> Engine<'w> {
                         self.signal(t, *m);
                     }
                     self.conds[*cond as usize].push_back(t);
-                    self.block(cpu, t, None);
+                    self.block(cpu, t, None, true);
                     return;
                 }
                 Op::CondSignal(c) => self.cond_wake(t, *c, false),
@@ -641,7 +644,7 @@ impl<'w> Engine<'w> {
                     let barrier = &mut self.barriers[*b as usize];
                     if barrier.waiting.len() as u32 + 1 < barrier.users {
                         barrier.waiting.push(t);
-                        self.block(cpu, t, None);
+                        self.block(cpu, t, None, true);
                         return;
                     }
                     // The last arrival releases the others and goes on.
@@ -716,13 +719,16 @@ impl<'w> Engine<'w> {
         }
     }
 
-    fn block(&mut self, cpu: CpuId, t: TaskId, until: Option<Nanos>) {
+    /// Puts `t` to sleep until `until` or a wakeup; `futex` says it waits
+    /// on a condition or a barrier, which the host runner does in a futex
+    /// (a channel `wait` is a pipe read, a sleep or timer an hrtimer).
+    fn block(&mut self, cpu: CpuId, t: TaskId, until: Option<Nanos>, futex: bool) {
         let now = self.sys.now;
         self.dequeue_running(cpu, t, Dequeue::Sleep);
         let info = &mut self.sys.tasks[t as usize];
         info.state = TaskState::Sleeping;
         info.slept_at = now;
-        info.futex_wait = until.is_none();
+        info.futex_wait = futex;
         let prog = &mut self.progs[t as usize];
         prog.sleep_epoch = prog.sleep_epoch.wrapping_add(1);
         if let Some(at) = until {

@@ -45,10 +45,11 @@ pub struct TaskInfo {
     /// When the task last went to sleep, and for how long it slept last.
     pub slept_at: Nanos,
     pub last_sleep_len: Nanos,
-    /// The task sleeps (or last slept) waiting for another task (a `wait`,
-    /// a condition or a barrier), which real programs do in a futex and the
-    /// host runner with a condition variable; false for a timed sleep or a
-    /// timer. BORE places such a task differently when it wakes.
+    /// The task sleeps (or last slept) on a condition or a barrier, which
+    /// real programs and the host runner do in a futex; false for a channel
+    /// `wait` (a pipe read in the host runner, as make's jobserver and
+    /// lat_ctx are), a timed sleep or a timer. A futex wake is not WF_SYNC,
+    /// and BORE places a woken futex waiter differently.
     pub futex_wait: bool,
 }
 
@@ -67,8 +68,9 @@ pub struct CpuInfo {
 pub enum WakeKind {
     /// A new task (fork or start of the run).
     New,
-    /// A sleeping task woken. `sync` is set when the waker is about to
-    /// sleep (a pipe round trip), as WF_SYNC.
+    /// A sleeping task woken. `sync` is WF_SYNC: set when another task
+    /// woke it through a channel (a pipe write), not through a futex (a
+    /// condition or barrier) or a timer.
     Wakeup { waker_cpu: Option<CpuId>, sync: bool },
 }
 

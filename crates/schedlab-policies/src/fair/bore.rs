@@ -22,8 +22,8 @@
 //! the lag clamp is halved; RUN_TO_PARITY gives way to RUN_TO_PARITY_BORE,
 //! off by default, so the running task has no protected slice; a waking or
 //! new task gets half a slice to its deadline, and a task woken from a
-//! futex wait (a schedlab `wait`, which the host runner implements with a
-//! condition variable) none at all; a delayed task's lag is taken when it
+//! futex wait (a schedlab condition or barrier; a channel `wait` is a pipe
+//! read) none at all; a delayed task's lag is taken when it
 //! is delayed, so a requeued one is not placed again; a yielding task
 //! restarts its burst and keeps its remaining request in real time.
 //!
