@@ -597,13 +597,18 @@ impl Fair {
 
     fn update_entity_lag(&mut self, rq: u32, se: u32) {
         let avg = self.avg_vruntime(rq);
+        self.ents[se as usize].vlag = self.entity_lag(avg, se);
+    }
+
+    /// entity_lag: V - v_i, clamped to the virtual time of two slices or a
+    /// tick, whichever is longer (halved under BORE).
+    fn entity_lag(&self, avg: i64, se: u32) -> i64 {
         let e = &self.ents[se as usize];
         let mut limit = calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64;
         if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
             limit >>= 1;
         }
-        let vlag = (avg - e.vruntime).clamp(-limit, limit);
-        self.ents[se as usize].vlag = vlag;
+        (avg - e.vruntime).clamp(-limit, limit)
     }
 
     fn tick_ns(&self) -> u64 {
@@ -771,8 +776,9 @@ impl Fair {
             if in_tree {
                 self.tree_remove(parent, se);
             }
+            // reweight_eevdf takes the lag through entity_lag, clamped.
+            let vlag = self.entity_lag(avg, se);
             let e = &mut self.ents[se as usize];
-            let vlag = avg - e.vruntime;
             e.vruntime = avg - (vlag as i128 * old as i128 / new as i128) as i64;
             let vslice = e.deadline - avg;
             e.deadline = avg + (vslice as i128 * old as i128 / new as i128) as i64;
