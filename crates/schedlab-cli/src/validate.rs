@@ -713,6 +713,10 @@ fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<String
         let (section, counts, missing) = policy_section(c);
         sections.push_str(&section);
         unexplained.extend(missing);
+        eprintln!(
+            "schedlab: validate: {}: {} of {} figures within tolerance, {} flagged and explained, {} unexplained",
+            c.policy.name, counts.1, counts.0, counts.2, counts.3
+        );
         let _ = writeln!(
             t,
             "| {} | {} | {} ({}) | {} | {} | {} | {} |",
