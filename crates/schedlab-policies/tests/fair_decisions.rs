@@ -266,3 +266,36 @@ fn eevdf_yield_forfeits_the_rest_of_the_request() {
     let per_sec = r.totals.context_switches_per_sec;
     assert!((450.0..=555.0).contains(&per_sec), "{per_sec} switches/s, the kernel 505");
 }
+
+#[test]
+fn cfs_sched_child_runs_first_swaps_the_child_ahead_of_its_parent() {
+    // task_fork_fair: with sched_child_runs_first the child, placed a
+    // vslice behind its parent (START_DEBIT), swaps vruntimes with it and
+    // runs at once; without it the parent keeps the CPU to the end of its
+    // slice, the next tick.
+    let text = |first: u8| {
+        format!(
+            r#"
+duration = "100ms"
+[machine]
+cpus = 1
+[tunables]
+sched_child_runs_first = {first}
+[[task]]
+name = "parent"
+program = [ {{ run = "1ms" }}, {{ fork = "child" }}, {{ run = "20ms" }}, {{ exit = true }} ]
+[[task]]
+name = "child"
+template = true
+program = [ {{ run = "500us" }}, {{ exit = true }} ]
+"#
+        )
+    };
+    let child_exit = |first: u8| {
+        let r = run_checked(&workload(&text(first)), "cfs");
+        r.tasks.iter().find(|t| t.name.starts_with("child")).and_then(|t| t.exited_at_ns).unwrap()
+    };
+    let (first, last) = (child_exit(1), child_exit(0));
+    assert!(first < 1_600_000, "child_runs_first: the child ended at {first} ns");
+    assert!(last > 3_000_000, "without it: the child ended at {last} ns");
+}

@@ -864,8 +864,40 @@ impl Fair {
             rq = parent;
             initial = false;
         }
+        if how == Enqueue::New {
+            self.child_runs_first(sys, cpu, t);
+        }
         self.list_add(cpu, t);
         self.pelt_task(sys, t, true);
+    }
+
+    /// task_fork_fair's sched_child_runs_first (CFS): a child placed behind
+    /// its running parent swaps vruntimes with it and the parent is
+    /// rescheduled. The kernel does it on the parent's cfs_rq before the
+    /// child's CPU is chosen; here only when the child is placed there too.
+    fn child_runs_first(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        if self.variant != Variant::Cfs
+            || !self.tun.sched_child_runs_first
+            || self.cacule.is_some()
+            || self.tt.is_some()
+        {
+            return;
+        }
+        let Some(parent) = sys.task(t).parent else { return };
+        let (se, pse) = (self.per_task[t as usize].se, self.per_task[parent as usize].se);
+        let rq = self.ents[se as usize].rq;
+        if self.rqs[rq as usize].curr != Some(pse)
+            || self.ents[pse as usize].vruntime >= self.ents[se as usize].vruntime
+        {
+            return;
+        }
+        self.tree_remove(rq, se);
+        let (a, b) = (self.ents[pse as usize].vruntime, self.ents[se as usize].vruntime);
+        self.ents[pse as usize].vruntime = b;
+        self.ents[se as usize].vruntime = a;
+        self.tree_insert(rq, se);
+        self.update_min_vruntime(rq);
+        sys.resched(cpu);
     }
 
     /// Remove a task entity, and group entities left empty, walking up.
