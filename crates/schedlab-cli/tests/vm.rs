@@ -239,6 +239,17 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
     let page = std::fs::read_to_string(out_dir.join("validation.md")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&out_dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    // validate waits for a quiet host before each guest and records what
+    // it found: a run that had to start on a busy host says nothing.
+    let least_idle = page
+        .lines()
+        .filter_map(|l| l.split("Host CPUs idle before the real runs: at least ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next()?.trim_end_matches('.').parse::<f64>().ok())
+        .fold(f64::INFINITY, f64::min);
+    if !out.status.success() && least_idle < 1.5 {
+        eprintln!("skipping: a guest started with only {least_idle:.2} host CPUs idle, 1.5 are needed:\n{stderr}");
+        return;
+    }
     assert!(out.status.success(), "validate failed:\n{stderr}\n{page}");
     assert!(page.contains("## eevdf: Linux 6.12.117") && page.contains("## pds: Project C v6.12-r1"), "{page}");
     assert!(!page.contains("unexplained**"), "{page}");
