@@ -37,9 +37,10 @@
 //! looks at the nearest runqueues with tasks waiting and takes every other
 //! queued task, at most half of the queue and sched_nr_migrate = 32
 //! (migrate_pending_tasks walks from the running task; see
-//! take_other_rq_tasks for why the walk here starts at the head). sched_yield() with
-//! yield_type = 1 and another task queued sets boost_prio to the maximum
-//! (BMQ) or renews slice and deadline (PDS) and requeues the task.
+//! take_other_rq_tasks for why the walk here starts at the head).
+//! sched_yield() with yield_type = 1 and another task queued sets
+//! boost_prio to the maximum (BMQ) or renews slice and deadline (PDS) and
+//! requeues the task.
 //!
 //! Left out: the SMT group balancer (sg_balance), the P-/E-core balance
 //! functions, cpufreq hooks.
@@ -228,8 +229,8 @@ impl ProjectC {
             // (make -j2 on 2 CPUs: 20% idle, makespan +26%).
             let Some(running) = self.curr[src as usize] else { continue };
             let tries = (nr / 2).min(SCHED_NR_MIGRATE);
-            let behind: Vec<TaskId> = self.rqs.iter(src).map(|(_, t)| t).filter(|&t| t != running).collect();
-            let candidates: Vec<TaskId> = behind.into_iter().step_by(2).take(tries).collect();
+            let candidates: Vec<TaskId> =
+                self.rqs.iter(src).map(|(_, t)| t).filter(|&t| t != running).step_by(2).take(tries).collect();
             let mut moved = 0;
             for t in candidates {
                 if sys.allowed(t, cpu) {
@@ -289,9 +290,8 @@ impl Policy for ProjectC {
         }
     }
 
-    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
         // sched_task_ttwu boosts by (clock_task > last_ran) >> 22, always 0.
-        let _ = kind;
         let from = sys.task(t).cpu;
         let allowed = |c: &CpuId| sys.allowed(t, *c);
         if sys.topology.threads_per_core > 1

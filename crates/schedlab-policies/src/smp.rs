@@ -11,8 +11,9 @@
 //!   calculate_imbalance's migrate_task and migrate_load cases, detach_tasks
 //!   with cache hotness (sysctl_sched_migration_cost), nr_balance_failed
 //!   shifting the load test, active balance after cache_nice_tries + 2
-//!   failures of a task-count (migrate_task) imbalance, balance intervals of sd_weight ms times busy_factor 16 while
-//!   busy, NO_HZ idle balancing kicked from busy CPUs, and new-idle balance.
+//!   failures of a task-count (migrate_task) imbalance, balance intervals
+//!   of sd_weight ms times busy_factor 16 while busy, NO_HZ idle balancing
+//!   kicked from busy CPUs, and new-idle balance.
 //!
 //! Left out: group_imbalanced/misfit/asym classes (no capacity asymmetry is
 //! modelled), SIS_UTIL's scan-depth cut, recent_used_cpu, wake_wide, NUMA

@@ -616,14 +616,6 @@ impl Fair {
         self.tick
     }
 
-    /// set_next_entity's stash of the deadline (6.12: se->vlag =
-    /// se->deadline): the slice is protected until the deadline moves, when
-    /// the request is used up (update_deadline) or reweighted, or until a
-    /// PREEMPT_SHORT wakeup cancels it.
-    fn set_protect_slice(&mut self, _rq: u32, se: u32) {
-        self.ents[se as usize].vprot = self.ents[se as usize].deadline;
-    }
-
     fn protect_slice(&self, se: u32) -> bool {
         let e = &self.ents[se as usize];
         e.vruntime < e.vprot
@@ -1222,7 +1214,11 @@ impl Fair {
         let e = &mut self.ents[se as usize];
         e.prev_sum_exec = e.sum_exec;
         if self.variant == Variant::Eevdf {
-            self.set_protect_slice(rq, se);
+            // set_next_entity's stash of the deadline (6.12: se->vlag =
+            // se->deadline): the slice is protected until the deadline
+            // moves, when the request is used up (update_deadline) or
+            // reweighted, or until a PREEMPT_SHORT wakeup cancels it.
+            e.vprot = e.deadline;
         }
     }
 

@@ -1,9 +1,10 @@
 //! A cfs_rq's timeline: its queued entities ordered by (key, entity), as
-//! the kernel's rb_root_cached orders them, with the two augments EEVDF
-//! keeps in each node since Linux 6.6 and 6.12: the least vruntime and the
-//! least slice of the subtree. They make pick_eevdf (the eligible entity
-//! with the earliest deadline) and cfs_rq_min_slice O(log n) instead of a
-//! scan of the queue.
+//! the kernel's rb_root_cached orders them, with the augment EEVDF keeps in
+//! each node since Linux 6.6: the least vruntime of the subtree. It makes
+//! pick_eevdf (the eligible entity with the earliest deadline) O(log n)
+//! instead of a scan of the queue. (The kernel's min_slice augment serves
+//! cfs_rq_min_slice, which the model's 6.12 pick and protection do not
+//! read.)
 //!
 //! The tree is intrusive, as the kernel's is: its links live in the
 //! entities ([`Node`] in `Ent`), so a queue costs no allocation and a
@@ -24,13 +25,11 @@ pub(super) struct Node {
     prio: u32,
     /// Least vruntime in the subtree rooted here.
     min_vruntime: i64,
-    /// Least slice in the subtree rooted here.
-    min_slice: u64,
 }
 
 impl Default for Node {
     fn default() -> Self {
-        Node { left: NONE, right: NONE, prio: 0, min_vruntime: i64::MAX, min_slice: u64::MAX }
+        Node { left: NONE, right: NONE, prio: 0, min_vruntime: i64::MAX }
     }
 }
 
@@ -59,27 +58,22 @@ fn before(ents: &[Ent], a: u32, b: u32) -> bool {
     (ents[a as usize].key, a) < (ents[b as usize].key, b)
 }
 
-/// Recompute a node's augments from its own values and its children's.
+/// Recompute a node's augment from its own vruntime and its children's.
 fn update(ents: &mut [Ent], n: u32) {
     let e = &ents[n as usize];
-    let (mut min_v, mut min_s) = (e.vruntime, e.slice);
+    let mut min_v = e.vruntime;
     for child in [e.node.left, e.node.right] {
         if child != NONE {
-            let c = &ents[child as usize].node;
-            min_v = min_v.min(c.min_vruntime);
-            min_s = min_s.min(c.min_slice);
+            min_v = min_v.min(ents[child as usize].node.min_vruntime);
         }
     }
-    let node = &mut ents[n as usize].node;
-    node.min_vruntime = min_v;
-    node.min_slice = min_s;
+    ents[n as usize].node.min_vruntime = min_v;
 }
 
-/// After `n` lost an entity of vruntime `v` and slice `s` below it: only an
-/// augment equal to one of them can change.
-fn update_after_removal(ents: &mut [Ent], n: u32, v: i64, s: u64) {
-    let node = &ents[n as usize].node;
-    if node.min_vruntime == v || node.min_slice == s {
+/// After `n` lost an entity of vruntime `v` below it: only an augment equal
+/// to it can change.
+fn update_after_removal(ents: &mut [Ent], n: u32, v: i64) {
+    if ents[n as usize].node.min_vruntime == v {
         update(ents, n);
     }
 }
@@ -125,22 +119,22 @@ fn merge(ents: &mut [Ent], a: u32, b: u32) -> u32 {
     }
 }
 
-/// Takes `se`, whose vruntime and slice are `v` and `s`, out of the subtree
-/// at `at`; [`Tree::remove`]'s way for a path too deep for its stack.
-fn remove_at(ents: &mut [Ent], at: u32, se: u32, v: i64, s: u64) -> u32 {
+/// Takes `se`, whose vruntime is `v`, out of the subtree at `at`;
+/// [`Tree::remove`]'s way for a path too deep for its stack.
+fn remove_at(ents: &mut [Ent], at: u32, se: u32, v: i64) -> u32 {
     assert!(at != NONE, "entity {se} is not in the tree it is removed from");
     if at == se {
         let node = &ents[se as usize].node;
         return merge(ents, node.left, node.right);
     }
     if before(ents, se, at) {
-        let left = remove_at(ents, ents[at as usize].node.left, se, v, s);
+        let left = remove_at(ents, ents[at as usize].node.left, se, v);
         ents[at as usize].node.left = left;
     } else {
-        let right = remove_at(ents, ents[at as usize].node.right, se, v, s);
+        let right = remove_at(ents, ents[at as usize].node.right, se, v);
         ents[at as usize].node.right = right;
     }
-    update_after_removal(ents, at, v, s);
+    update_after_removal(ents, at, v);
     at
 }
 
@@ -157,23 +151,22 @@ impl Tree {
         self.len
     }
 
-    /// Files `se` under its current key; its vruntime and slice must not
+    /// Files `se` under its current key; its key and vruntime must not
     /// change while it is in the tree (take it out first, as the kernel
     /// does).
     ///
     /// Top down: the walk lowers the augments of the nodes it passes to the
-    /// new entity's values (it joins all their subtrees), until it reaches
+    /// new entity's vruntime (it joins all their subtrees), until it reaches
     /// the node the new entity outranks, whose subtree it splits between
     /// its two children.
     pub fn insert(&mut self, ents: &mut [Ent], se: u32) {
-        let (v, s, prio) = (ents[se as usize].vruntime, ents[se as usize].slice, priority(se));
+        let (v, prio) = (ents[se as usize].vruntime, priority(se));
         let (mut parent, mut went_left) = (NONE, false);
         let mut at = self.root;
         while at != NONE && ents[at as usize].node.prio > prio {
             went_left = before(ents, se, at);
             let node = &mut ents[at as usize].node;
             node.min_vruntime = node.min_vruntime.min(v);
-            node.min_slice = node.min_slice.min(s);
             parent = at;
             at = if went_left { node.left } else { node.right };
         }
@@ -194,14 +187,14 @@ impl Tree {
     /// entities is about 14 deep); a deeper one takes the recursive way.
     pub fn remove(&mut self, ents: &mut [Ent], se: u32) {
         const MAX_PATH: usize = 48;
-        let (v, s) = (ents[se as usize].vruntime, ents[se as usize].slice);
+        let v = ents[se as usize].vruntime;
         let mut path = [NONE; MAX_PATH];
         let mut depth = 0;
         let mut at = self.root;
         while at != se {
             assert!(at != NONE, "entity {se} is not in the tree it is removed from");
             if depth == MAX_PATH {
-                self.root = remove_at(ents, self.root, se, v, s);
+                self.root = remove_at(ents, self.root, se, v);
                 self.len -= 1;
                 return;
             }
@@ -219,7 +212,7 @@ impl Tree {
             } else {
                 node.right = sub;
             }
-            update_after_removal(ents, up, v, s);
+            update_after_removal(ents, up, v);
             (at, sub) = (up, up);
         }
         self.root = sub;
@@ -268,14 +261,6 @@ impl Tree {
         out
     }
 
-    /// The least slice in the tree (the root's augment).
-    /// cfs_rq_min_slice; 6.12's pick does not read it (6.17's RUN_TO_PARITY
-    /// and 6.13's group slices do), the augmentation's tests do.
-    #[cfg(test)]
-    pub fn min_slice(&self, ents: &[Ent]) -> Option<u64> {
-        (self.root != NONE).then(|| ents[self.root as usize].node.min_slice)
-    }
-
     /// __pick_eevdf's walk: the first entity in key order that `eligible`
     /// accepts, where `eligible` is monotone in vruntime (accepting a
     /// vruntime accepts every smaller one), so a subtree whose least
@@ -302,10 +287,10 @@ impl Tree {
     /// Checks the heap order, the key order and the augments of every
     /// node, for the policy's invariant check.
     pub fn check(&self, ents: &[Ent]) -> Result<(), String> {
-        fn walk(ents: &[Ent], at: u32, count: &mut u32) -> Result<(i64, u64), String> {
+        fn walk(ents: &[Ent], at: u32, count: &mut u32) -> Result<i64, String> {
             *count += 1;
             let e = &ents[at as usize];
-            let (mut min_v, mut min_s) = (e.vruntime, e.slice);
+            let mut min_v = e.vruntime;
             for (child, left) in [(e.node.left, true), (e.node.right, false)] {
                 if child == NONE {
                     continue;
@@ -316,14 +301,12 @@ impl Tree {
                 {
                     return Err(format!("tree order broken between entities {at} and {child}"));
                 }
-                let (v, s) = walk(ents, child, count)?;
-                min_v = min_v.min(v);
-                min_s = min_s.min(s);
+                min_v = min_v.min(walk(ents, child, count)?);
             }
-            if (min_v, min_s) != (e.node.min_vruntime, e.node.min_slice) {
+            if min_v != e.node.min_vruntime {
                 return Err(format!("stale augment at entity {at}"));
             }
-            Ok((min_v, min_s))
+            Ok(min_v)
         }
         let mut count = 0;
         if self.root != NONE {
@@ -366,11 +349,10 @@ mod tests {
     }
 
     /// The tree against a list kept in (key, entity) order: same order,
-    /// same least slice, same first entity at or below a vruntime bound.
+    /// same first entity at or below a vruntime bound.
     fn agrees(tree: &Tree, ents: &[Ent], model: &[u32], bound: i64) -> Result<(), TestCaseError> {
         tree.check(ents).map_err(TestCaseError::fail)?;
         prop_assert_eq!(tree.to_vec(ents), model.to_vec());
-        prop_assert_eq!(tree.min_slice(ents), model.iter().map(|&s| ents[s as usize].slice).min());
         let want = model.iter().copied().find(|&s| ents[s as usize].vruntime <= bound);
         prop_assert_eq!(tree.first_eligible(ents, |v| v <= bound), want);
         prop_assert_eq!(tree.first(ents), model.first().copied());
