@@ -16,14 +16,14 @@
 //! kernels are ../shared/kernels/NAME.bzImage unless --kernels says where.
 
 use crate::vm::{self, VmArgs};
-use crate::{HostArgs, common, load_workload, simulate};
+use crate::{Common, HostArgs, common, load_workload, simulate};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use schedlab_policies::{POLICIES, PolicyInfo};
 use schedlab_sim::Report;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub struct Options {
@@ -492,7 +492,30 @@ struct Checked {
     idle_min: f64,
     idle_runs: usize,
     real_runs: usize,
-    accel: String,
+    /// The guest machine as the real runs' reports describe it.
+    machine: String,
+}
+
+/// The command line of one run of `exp`: its workload sized to the guests.
+fn experiment_common(exp: &Experiment, duration: u64, seed: u64) -> Common {
+    let mut c = common(exp.workload, exp.params, duration);
+    c.cpus = Some(CPUS);
+    c.seed = Some(seed);
+    c
+}
+
+/// The real run kept at `path` by an earlier validate, if there is one of
+/// this length (one that finished early reports its makespan as length).
+fn kept_run(path: &Path, duration: u64) -> Result<Option<Report>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let r: Report =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a report: remove it", path.display()))?;
+    let same = r.duration_ns.abs_diff(duration) < duration / 10
+        || (r.totals.makespan_ns.is_some() && r.duration_ns <= duration);
+    Ok(same.then_some(r))
 }
 
 pub fn run(opts: Options) -> Result<()> {
@@ -502,11 +525,12 @@ pub fn run(opts: Options) -> Result<()> {
     }
     let policies = choose_policies(&opts)?;
     let experiments: Vec<&Experiment> = EXPERIMENTS.iter().filter(|e| !opts.quick || e.quick).collect();
-    // Kept per mode: a quick run's 1 s reports are not the full run's.
-    let data = opts.out.join("validation").join(if opts.quick { "quick" } else { "full" });
+    let data = opts.out.join("validation");
     std::fs::create_dir_all(&data)
         .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
 
+    let vm_args = VmArgs { accel: opts.accel, memory: 1024, timeout: None };
+    let host = HostArgs { no_trace: false, no_groups: false };
     let started = Instant::now();
     let mut checked = Vec::new();
     for (policy, kernel_file) in policies {
@@ -517,41 +541,22 @@ pub fn run(opts: Options) -> Result<()> {
             idle_min: f64::INFINITY,
             idle_runs: 0,
             real_runs: 0,
-            accel: String::new(),
+            machine: String::new(),
         };
+        let label = policy.kernel.map_or(policy.name, |k| k.0);
         for exp in &experiments {
             // --quick runs fewer experiments once, each as long as in the
             // full suite: the tolerances hold for runs of that length (a
             // 1 s run's mean run per switch moved 12% with its first slices).
             let duration = exp.secs * SEC;
-            let mut cm = common(exp.workload, exp.params, duration);
-            cm.cpus = Some(CPUS);
             let sims: Vec<Report> = (1..=runs as u64)
                 .into_par_iter()
-                .map(|seed| {
-                    let mut cm = common(exp.workload, exp.params, duration);
-                    cm.cpus = Some(CPUS);
-                    cm.seed = Some(seed);
-                    simulate(&load_workload(&cm)?, policy.name)
-                })
+                .map(|seed| simulate(&load_workload(&experiment_common(exp, duration, seed))?, policy.name))
                 .collect::<Result<_>>()?;
             let mut reals = Vec::new();
             for run in 1..=runs {
-                cm.seed = Some(run as u64);
                 let kept = data.join(format!("{}-{}-{run}.json", policy.name, exp.id));
-                let reused = match opts.reuse && kept.is_file() {
-                    true => {
-                        let text = std::fs::read_to_string(&kept)?;
-                        let r: Report = serde_json::from_str(&text)
-                            .with_context(|| format!("{} is not a report: remove it", kept.display()))?;
-                        // A kept run of another length is measured again (one
-                        // that finished early reports its makespan as length).
-                        let same = r.duration_ns.abs_diff(duration) < duration / 10
-                            || (r.totals.makespan_ns.is_some() && r.duration_ns <= duration);
-                        same.then_some(r)
-                    }
-                    false => None,
-                };
+                let reused = if opts.reuse { kept_run(&kept, duration)? } else { None };
                 let report = if let Some(r) = reused {
                     r
                 } else {
@@ -563,10 +568,8 @@ pub fn run(opts: Options) -> Result<()> {
                         c.kernel_file.display(),
                         started.elapsed().as_secs_f64()
                     );
+                    let cm = experiment_common(exp, duration, run as u64);
                     let w = load_workload(&cm)?;
-                    let vm_args = VmArgs { accel: opts.accel, memory: 1024, timeout: None };
-                    let host = HostArgs { no_trace: false, no_groups: false };
-                    let label = policy.kernel.map_or(policy.name, |k| k.0);
                     let mut r = vm::run(&cm, &w, &c.kernel_file, label, &vm_args, &host)?;
                     if let Some(h) = r.host.as_mut() {
                         h.notes.push(format!("{IDLE_NOTE}{idle:.2}"));
@@ -576,7 +579,7 @@ pub fn run(opts: Options) -> Result<()> {
                     r
                 };
                 if let Some(h) = report.host.as_ref() {
-                    c.accel = h.machine.clone();
+                    c.machine = h.machine.clone();
                     let idle = h.notes.iter().find_map(|n| n.strip_prefix(IDLE_NOTE)?.parse::<f64>().ok());
                     if let Some(idle) = idle {
                         c.idle_min = c.idle_min.min(idle);
@@ -591,7 +594,13 @@ pub fn run(opts: Options) -> Result<()> {
         checked.push(c);
     }
 
-    let (text, unexplained) = page(&opts, runs, &checked);
+    let (text, tallies, unexplained) = page(&opts, runs, &checked);
+    for (name, (figures, within, explained, missing)) in tallies {
+        eprintln!(
+            "schedlab: validate: {name}: {within} of {figures} figures within tolerance, {explained} flagged and \
+             explained, {missing} unexplained"
+        );
+    }
     let md = opts.out.join("validation.md");
     std::fs::write(&md, text).with_context(|| format!("cannot write {}", md.display()))?;
     eprintln!(
@@ -677,9 +686,14 @@ fn wait_for_quiet() -> f64 {
     }
 }
 
-fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<String>) {
+/// Per policy: figures, within tolerance, flagged and explained, unexplained.
+type Tally = (usize, usize, usize, usize);
+
+/// The page, each policy's tally and the unexplained figures' names.
+fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<(&'static str, Tally)>, Vec<String>) {
     let mut t = String::new();
     let mut unexplained = Vec::new();
+    let mut tallies = Vec::new();
     let cmd = format!(
         "schedlab validate{}{}",
         if opts.quick { " --quick" } else { "" },
@@ -696,8 +710,9 @@ fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<String
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares: within \
          {SHARE_POINTS:.0} percentage points. Durations (run time per switch, wakeup latency p50): within \
-         {:.0}% at tick scale (run time per switch is the p50 where one kind of task runs, and each kind's \
-         mean beside another kind, where the p50 of the mixture could be anything between the two); where both sides are below 250 µs only the order is compared, because under \
+         {:.0}% at tick scale (run time per switch is the p50 where one kind of task runs, and each \
+         kind's mean beside another kind, where the p50 of the mixture could be anything between the \
+         two); where both sides are below 250 µs only the order is compared, because under \
          TCG the CPU is emulated and every switch and wakeup costs what the emulation costs, not what the \
          scheduler decides. A figure outside its tolerance is flagged ⚑ and explained from the source \
          below its table, or it is a defect of the model (`schedlab validate` exits non-zero while one \
@@ -716,10 +731,7 @@ fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<String
         let (section, counts, missing) = policy_section(c);
         sections.push_str(&section);
         unexplained.extend(missing);
-        eprintln!(
-            "schedlab: validate: {}: {} of {} figures within tolerance, {} flagged and explained, {} unexplained",
-            c.policy.name, counts.1, counts.0, counts.2, counts.3
-        );
+        tallies.push((c.policy.name, counts));
         let _ = writeln!(
             t,
             "| {} | {} | {} ({}) | {} | {} | {} | {} |",
@@ -752,12 +764,12 @@ fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<String
     }
     t.push('\n');
     t.push_str(&sections);
-    (t, unexplained)
+    (t, tallies, unexplained)
 }
 
 /// One policy's table; counts (figures, within, explained, unexplained) and
 /// the unexplained figures' names.
-fn policy_section(c: &Checked) -> (String, (usize, usize, usize, usize), Vec<String>) {
+fn policy_section(c: &Checked) -> (String, Tally, Vec<String>) {
     let mut t = String::new();
     let mut counts = (0, 0, 0, 0);
     let mut missing = Vec::new();
@@ -768,7 +780,7 @@ fn policy_section(c: &Checked) -> (String, (usize, usize, usize, usize), Vec<Str
         c.policy.name,
         c.policy.kernel.map_or("-", |k| k.1),
         c.policy.source,
-        if c.accel.is_empty() { c.kernel_file.display().to_string() } else { c.accel.clone() },
+        if c.machine.is_empty() { c.kernel_file.display().to_string() } else { c.machine.clone() },
         if c.idle_runs == 0 {
             "not recorded".to_string()
         } else if c.idle_runs < c.real_runs {
@@ -874,9 +886,7 @@ mod tests {
     #[test]
     fn every_experiment_names_a_builtin_workload_with_its_params() {
         for e in EXPERIMENTS {
-            let mut c = common(e.workload, e.params, SEC);
-            c.cpus = Some(CPUS);
-            let w = load_workload(&c).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+            let w = load_workload(&experiment_common(e, SEC, 1)).unwrap_or_else(|err| panic!("{}: {err}", e.id));
             assert_eq!(w.nr_cpus(), CPUS, "{}", e.id);
         }
         assert!(EXPERIMENTS.iter().any(|e| e.quick));
