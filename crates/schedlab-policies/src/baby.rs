@@ -67,7 +67,7 @@ impl Baby {
         Ok(Baby {
             granularity: common::value_of(&tun, "sched_granularity") as u64,
             tun,
-            tasks: Vec::new(),
+            tasks: Vec::with_capacity(w.initial_tasks() as usize),
             lists: vec![Vec::new(); n],
             curr: vec![None; n],
         })

@@ -197,7 +197,7 @@ impl VirtualDeadlines {
             interactive: common::value_of(&tun, "interactive") != 0,
             tun,
             ratios: prio_ratios(),
-            tasks: Vec::new(),
+            tasks: Vec::with_capacity(w.initial_tasks() as usize),
             curr: vec![None; w.nr_cpus() as usize],
             order: Vec::new(),
         })

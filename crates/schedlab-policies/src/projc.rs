@@ -113,7 +113,7 @@ impl ProjectC {
             timeslice: common::value_of(&tun, "base_slice_ns"),
             yield_type: common::value_of(&tun, "yield_type"),
             tun,
-            tasks: Vec::new(),
+            tasks: Vec::with_capacity(w.initial_tasks() as usize),
             rqs: KeyedQueues::new(n),
             curr: vec![None; n],
             timers: SliceTimers::new(n as u32, 2 << 56),

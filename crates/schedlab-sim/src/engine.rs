@@ -55,7 +55,6 @@ pub trait Observer {
     fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent);
 }
 
-#[derive(Default)]
 struct Prog {
     pc: u32,
     /// Open loops (start pc, iterations left), inline: read at every
@@ -72,7 +71,7 @@ struct Prog {
     woke_at: Option<Nanos>,
     runnable_since: Nanos,
     last_exec_cpu: Option<CpuId>,
-    rng: Option<Pcg64Mcg>,
+    rng: Pcg64Mcg,
     /// Kept with the program, not in an array of their own: an event
     /// touches both, and with many tasks each array is a cache miss.
     stats: TaskStats,
@@ -226,6 +225,11 @@ impl<'w> Engine<'w> {
             observer: None,
             error: None,
         };
+        // Sized once: grown by doubling, a million tasks held the old and
+        // the new array at once (forks still grow them).
+        let tasks = w.initial_tasks() as usize;
+        e.sys.tasks.reserve_exact(tasks);
+        e.progs.reserve_exact(tasks);
         e.policy.init(&mut e.sys);
         let mut start_rng = Pcg64Mcg::seed_from_u64(w.seed ^ 0x5eed_57a7);
         for (spec_id, spec) in w.tasks.iter().enumerate() {
@@ -311,7 +315,19 @@ impl<'w> Engine<'w> {
             futex_wait: false,
         });
         let rng = task_rng(self.w.seed, t);
-        self.progs.push(Prog { rng: Some(rng), ..Prog::default() });
+        self.progs.push(Prog {
+            pc: 0,
+            loops: SmallVec::new(),
+            remaining: 0,
+            penalty: 0,
+            timer_next: Vec::new(),
+            sleep_epoch: 0,
+            woke_at: None,
+            runnable_since: 0,
+            last_exec_cpu: None,
+            rng,
+            stats: TaskStats::default(),
+        });
         self.spec_instances[spec_id as usize] += 1;
         self.policy.task_new(&mut self.sys, t, parent);
         t
@@ -583,7 +599,7 @@ impl<'w> Engine<'w> {
             prog.pc += 1;
             match op {
                 Op::Run(d) => {
-                    let rng = prog.rng.as_mut().expect("every task has its stream");
+                    let rng = &mut prog.rng;
                     let burst = d.sample(rng);
                     if burst == 0 {
                         continue;
@@ -596,7 +612,7 @@ impl<'w> Engine<'w> {
                     return;
                 }
                 Op::Sleep(d) => {
-                    let rng = prog.rng.as_mut().expect("every task has its stream");
+                    let rng = &mut prog.rng;
                     let len = d.sample(rng);
                     self.block(cpu, t, Some(now + len), false);
                     return;
@@ -940,14 +956,38 @@ impl<'w> Engine<'w> {
                 switch_overhead_ns: run.overhead_ns,
             });
         }
-        let raw: Vec<TaskRaw> = self
-            .sys
+        let frame = ReportFrame {
+            source: "simulated".into(),
+            scheduler: self.policy.name().into(),
+            workload: w.name.clone(),
+            seed: w.seed,
+            cpus: self.sys.nr_cpus,
+            hz: w.machine.hz,
+            stop,
+            finished,
+            tunables: self.policy.tunables().into_iter().map(|t| (t.name.to_string(), t.value)).collect(),
+            context_switches: self.switches,
+            migrations: self.sys.migrations,
+            events: self.events,
+            per_cpu,
+            extra: self.policy.extra_metrics(&self.sys),
+            absent: self.policy.unsupported(&self.sys),
+            host: None,
+        };
+        // The policy's state and the pending events are not part of the
+        // report: freed before the task rows are built, they do not add to
+        // the run's peak memory (with a million tasks, hundreds of MB).
+        let Engine { sys, progs, spec_lat, spec_rps, policy, queue, .. } = self;
+        drop(policy);
+        drop(queue);
+        let raw: Vec<TaskRaw> = sys
             .tasks
             .iter()
+            .zip(&progs)
             .enumerate()
-            .filter(|(_, info)| info.state != TaskState::New)
-            .map(|(t, info)| {
-                let s = &self.progs[t].stats;
+            .filter(|(_, (info, _))| info.state != TaskState::New)
+            .map(|(t, (info, prog))| {
+                let s = &prog.stats;
                 let spec = &w.tasks[info.spec as usize];
                 TaskRaw {
                     name: spec.task_name(t as TaskId),
@@ -967,26 +1007,10 @@ impl<'w> Engine<'w> {
                 }
             })
             .collect();
-        let frame = ReportFrame {
-            source: "simulated".into(),
-            scheduler: self.policy.name().into(),
-            workload: w.name.clone(),
-            seed: w.seed,
-            cpus: self.sys.nr_cpus,
-            hz: w.machine.hz,
-            stop,
-            finished,
-            tunables: self.policy.tunables().into_iter().map(|t| (t.name.to_string(), t.value)).collect(),
-            context_switches: self.switches,
-            migrations: self.sys.migrations,
-            events: self.events,
-            per_cpu,
-            extra: self.policy.extra_metrics(&self.sys),
-            absent: self.policy.unsupported(&self.sys),
-            host: None,
-        };
+        drop(progs);
+        drop(sys);
         let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
-        assemble(frame, raw, &names, &self.spec_lat, &self.spec_rps)
+        assemble(frame, raw, &names, &spec_lat, &spec_rps)
     }
 }
 

@@ -202,6 +202,8 @@ impl Fair {
             e.slice = f.tun.base_slice_ns;
         }
         f.bore = Some(b);
+        f.burst.reserve_exact(w.initial_tasks() as usize);
+        f.parent_of.reserve_exact(w.initial_tasks() as usize);
         Ok(f)
     }
 
@@ -222,6 +224,7 @@ impl Fair {
         }
         // Group entities exist from boot: born at time 0.
         f.cnodes = vec![cacule::Node::default(); f.ents.len()];
+        f.cnodes.reserve_exact(w.initial_tasks() as usize);
         Ok(f)
     }
 
@@ -236,6 +239,7 @@ impl Fair {
         f.flat = true;
         f.dedicated = vec![None; f.nr_cpus as usize];
         f.tt = Some(t);
+        f.tnodes.reserve_exact(w.initial_tasks() as usize);
         Ok(f)
     }
 
@@ -274,11 +278,14 @@ impl Fair {
         let n = w.nr_cpus();
         let groups = &w.groups;
         let nr_groups = groups.len() as u32;
+        // Sized once for the tasks the workload starts with: grown by
+        // doubling, a million tasks held the old and the new array at once.
+        let tasks = w.initial_tasks() as usize;
         let mut f = Fair {
             variant,
-            ents: Vec::new(),
+            ents: Vec::with_capacity(tasks + nr_groups as usize * n as usize),
             rqs: Vec::new(),
-            per_task: Vec::new(),
+            per_task: Vec::with_capacity(tasks),
             group_shares: groups.iter().map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES)).collect(),
             group_load: vec![0; nr_groups as usize],
             bw: groups
