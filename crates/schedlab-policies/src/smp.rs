@@ -3,9 +3,17 @@
 //! well: 6.1.192's balancer differs in details this model leaves out):
 //!
 //! - `select_task_rq_fair`: new tasks go to the idlest allowed CPU
-//!   (sched_balance_find_dst_cpu); wakeups try wake_affine (waker's CPU vs
-//!   the previous one) then select_idle_sibling over the LLC (target, prev,
-//!   an idle core, an idle SMT sibling, any idle CPU).
+//!   (sched_balance_find_dst_cpu); wakeups record the waker's wakee flips
+//!   and, unless wake_wide finds a waker serving many, try wake_affine
+//!   (waker's CPU vs the previous one); then select_idle_sibling over the
+//!   LLC: target, prev, the task's recent_used_cpu, an idle core when the
+//!   LLC has one, else an idle SMT sibling of prev, else an idle CPU among
+//!   the first nr_idle_scan of the LLC (SIS_UTIL: the scan depth falls
+//!   with the LLC's utilization, to none at 85%, and is set by the
+//!   periodic balance of the LLC domain). 6.1.192 has the same code for
+//!   all of these (its recent_used_cpu tests the affinity of prev, which
+//!   it has just stored, instead of the recent CPU's: the same answer
+//!   unless the affinity changed, which workloads here do not do).
 //! - `sched_balance_rq` (load_balance) per sched domain (SMT, MC = LLC, PKG),
 //!   with the group classification has_spare / fully_busy / overloaded,
 //!   calculate_imbalance's migrate_task and migrate_load cases, detach_tasks
@@ -16,10 +24,10 @@
 //!   kicked from busy CPUs, and new-idle balance.
 //!
 //! Left out: group_imbalanced/misfit/asym classes (no capacity asymmetry is
-//! modelled), SIS_UTIL's scan-depth cut, recent_used_cpu, wake_wide, NUMA
-//! balancing; newidle balance is not gated by avg_idle. These matter on
-//! machines larger than the 2-CPU guests of `schedlab validate`, which has
-//! not measured them.
+//! modelled), the cluster level (sched_cluster_active), NUMA balancing;
+//! newidle balance is not gated by avg_idle. These, and the wakeup path's
+//! wake_wide, recent_used_cpu and SIS_UTIL, matter on machines larger than
+//! the 2-CPU guests of `schedlab validate`, which has not measured them.
 
 use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Topology, WakeKind};
 use std::ops::Range;
@@ -147,6 +155,10 @@ pub struct Balancer {
     scratch: Vec<TaskId>,
     /// CPUs a balance found all pinned (env->cpus cleared), reused.
     excluded: Vec<CpuId>,
+    /// sd_llc_shared->nr_idle_scan per LLC: how many CPUs a wakeup's
+    /// select_idle_cpu may look at. The workload starts on an idle machine,
+    /// whose last periodic balance left it at the LLC's size.
+    nr_idle_scan: Vec<u32>,
     /// sched_balance_rq calls (schedstat lb_count).
     pub lb_count: u64,
     pub balanced_moves: u64,
@@ -172,6 +184,7 @@ impl Balancer {
             tun,
             scratch: Vec::new(),
             excluded: Vec::new(),
+            nr_idle_scan: vec![t.threads_per_core * t.cores_per_llc; t.llcs as usize],
             lb_count: 0,
             balanced_moves: 0,
             active_moves: 0,
@@ -314,6 +327,21 @@ impl Balancer {
         s
     }
 
+    /// update_idle_cpu_scan (SIS_UTIL): the share of the LLC a wakeup
+    /// scans for an idle CPU, y = 1 - (util/capacity)^2 * (pct/100)^2 in
+    /// units of SCHED_CAPACITY_SCALE, so that it reaches none when the LLC
+    /// is as busy as an overloaded group (85% at imbalance_pct 117).
+    /// Integer arithmetic as the kernel's.
+    fn update_idle_cpu_scan(&mut self, sys: &Sys, cpu: CpuId, sum_util: f64, pct: u32) {
+        let llc_weight = sys.topology.llc_cpus(cpu).len() as u32;
+        self.nr_idle_scan[sys.topology.llc_of(cpu) as usize] = idle_scan_depth(sum_util as u64, llc_weight, pct);
+    }
+
+    /// The CPUs select_idle_cpu may look at in `cpu`'s LLC now.
+    pub fn idle_scan_depth(&self, sys: &Sys, cpu: CpuId) -> u32 {
+        self.nr_idle_scan[sys.topology.llc_of(cpu) as usize]
+    }
+
     /// update_sd_pick_busiest.
     fn busier(a: &GroupStats, b: &GroupStats) -> bool {
         if a.kind != b.kind {
@@ -377,6 +405,10 @@ impl Balancer {
             if first != this {
                 return Outcome::Balanced;
             }
+        }
+
+        if idle != IdleKind::NewlyIdle && self.span(&sys.topology, this, level) == sys.topology.llc_cpus(this) {
+            self.update_idle_cpu_scan(sys, this, stats.iter().map(|s| s.util).sum(), lv.imbalance_pct);
         }
 
         let mut busiest_i = None;
@@ -552,8 +584,88 @@ impl Balancer {
     }
 }
 
-/// select_task_rq_fair for the shared per-CPU-runqueue policies.
-pub fn select_task_rq(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+/// update_idle_cpu_scan's equations [2]-[4], in the kernel's integer
+/// arithmetic: CPUs of an LLC of `llc_weight` whose CPUs' utilization sums
+/// to `sum_util` (SCHED_CAPACITY_SCALE per busy CPU) that a wakeup scans.
+fn idle_scan_depth(sum_util: u64, llc_weight: u32, imbalance_pct: u32) -> u32 {
+    let scale = SCHED_CAPACITY_SCALE as u64;
+    let x = sum_util / llc_weight as u64;
+    let pct = imbalance_pct as u64;
+    let tmp = (x * x * pct * pct / (10_000 * scale)).min(scale);
+    ((scale - tmp) * llc_weight as u64 / scale) as u32
+}
+
+/// What select_task_rq_fair keeps in task_struct between wakeups.
+#[derive(Clone, Copy, Debug)]
+pub struct WakeeState {
+    /// The task this one last woke, and how often it has woken another
+    /// than the last (halved once a second): wake_wide's sign of a waker
+    /// serving many.
+    last_wakee: TaskId,
+    wakee_flips: u32,
+    wakee_flip_decay_at: Nanos,
+    /// The CPU the task was on before its last wakeup.
+    recent_used_cpu: CpuId,
+}
+
+/// The per-task wakeup state of every task, by task id.
+#[derive(Default)]
+pub struct Wakees {
+    tasks: Vec<WakeeState>,
+}
+
+impl Wakees {
+    /// Sized once for the tasks the workload starts with.
+    pub fn with_capacity(tasks: usize) -> Wakees {
+        Wakees { tasks: Vec::with_capacity(tasks) }
+    }
+
+    /// A new task: wake_up_new_task sets recent_used_cpu to the CPU the
+    /// task was created on, before its first CPU is chosen.
+    pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
+        if self.tasks.len() <= t as usize {
+            let none =
+                WakeeState { last_wakee: TaskId::MAX, wakee_flips: 0, wakee_flip_decay_at: 0, recent_used_cpu: 0 };
+            self.tasks.resize(t as usize + 1, none);
+        }
+        self.tasks[t as usize].recent_used_cpu = sys.task(t).cpu;
+    }
+
+    /// record_wakee, run by the waker.
+    fn record(&mut self, now: Nanos, waker: TaskId, wakee: TaskId) {
+        let w = &mut self.tasks[waker as usize];
+        if now > w.wakee_flip_decay_at + 1_000_000_000 {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_at = now;
+        }
+        if w.last_wakee != wakee {
+            w.last_wakee = wakee;
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// wake_wide: a one-to-many pattern (the one of the pair that switches
+    /// partners more does so at least llc_size times as often as the other,
+    /// which does so at least llc_size times), which wake_affine would pile
+    /// onto the waker's LLC.
+    fn wide(&self, waker: TaskId, wakee: TaskId, llc_size: u32) -> bool {
+        let (a, b) = (self.tasks[waker as usize].wakee_flips, self.tasks[wakee as usize].wakee_flips);
+        let (master, slave) = if a < b { (b, a) } else { (a, b) };
+        !(slave < llc_size || master < slave.saturating_mul(llc_size))
+    }
+}
+
+/// select_task_rq_fair for the shared per-CPU-runqueue policies. `lb`
+/// gives the SIS_UTIL scan depth of the LLCs.
+pub fn select_task_rq(
+    sys: &Sys,
+    q: &impl LbQueues,
+    wakees: &mut Wakees,
+    lb: &Balancer,
+    t: TaskId,
+    prev: CpuId,
+    kind: WakeKind,
+) -> CpuId {
     if let Some(aff) = &sys.task(t).affinity
         && aff.count() == 1
     {
@@ -562,15 +674,21 @@ pub fn select_task_rq(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId, kind
     let prev = if sys.allowed(t, prev) { prev } else { first_allowed(sys, t) };
     match kind {
         WakeKind::New => find_idlest_cpu(sys, q, t, prev),
-        WakeKind::Wakeup { waker_cpu, sync } => {
+        WakeKind::Wakeup { waker, waker_cpu, sync } => {
             let mut target = prev;
-            if let Some(this) = waker_cpu
+            let mut want_affine = waker_cpu.is_some();
+            if let (Some(w), Some(this)) = (waker, waker_cpu) {
+                wakees.record(sys.now, w, t);
+                want_affine = !wakees.wide(w, t, sys.topology.llc_cpus(this).len() as u32);
+            }
+            if want_affine
+                && let Some(this) = waker_cpu
                 && this != prev
                 && sys.allowed(t, this)
             {
                 target = wake_affine(sys, q, t, this, prev, sync);
             }
-            select_idle_sibling(sys, t, prev, target)
+            select_idle_sibling(sys, wakees, lb, t, prev, target)
         }
     }
 }
@@ -603,31 +721,67 @@ fn wake_affine(sys: &Sys, q: &impl LbQueues, t: TaskId, this: CpuId, prev: CpuId
     if this_eff * 100.0 < prev_eff { this } else { prev }
 }
 
-fn select_idle_sibling(sys: &Sys, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
+fn select_idle_sibling(sys: &Sys, wakees: &mut Wakees, lb: &Balancer, t: TaskId, prev: CpuId, target: CpuId) -> CpuId {
     if sys.idle(target) && sys.allowed(t, target) {
         return target;
     }
     if prev != target && sys.topology.share_cache(prev, target) && sys.idle(prev) && sys.allowed(t, prev) {
         return prev;
     }
+    let recent = std::mem::replace(&mut wakees.tasks[t as usize].recent_used_cpu, prev);
+    if recent != prev
+        && recent != target
+        && sys.topology.share_cache(recent, target)
+        && sys.idle(recent)
+        && sys.allowed(t, recent)
+    {
+        return recent;
+    }
     let llc = sys.topology.llc_cpus(target);
+    if llc.len() == 1 {
+        // No LLC domain (sd_llc is NULL): nothing to scan.
+        return if sys.allowed(t, target) { target } else { prev };
+    }
     let n = llc.len() as CpuId;
-    let scan = |f: &dyn Fn(CpuId) -> bool| {
-        (1..=n).map(|i| llc.start + (target - llc.start + i) % n).find(|&c| sys.allowed(t, c) && f(c))
-    };
-    if sys.topology.threads_per_core > 1 {
-        // select_idle_core: a core whose every thread is idle.
-        if sys.llc_has_idle_core(target)
-            && let Some(c) = scan(&|c| sys.topology.siblings(c).all(|s| sys.idle(s)))
-        {
-            return c;
-        }
-        if let Some(c) = sys.topology.siblings(target).find(|&s| sys.idle(s) && sys.allowed(t, s)) {
+    // for_each_cpu_wrap(cpu, sd span & p->cpus_ptr, target + 1).
+    let ring = || (1..=n).map(|i| llc.start + (target - llc.start + i) % n).filter(|&c| sys.allowed(t, c));
+    // SIS_UTIL: an LLC busy enough to leave no scan is not scanned at all.
+    let depth = lb.idle_scan_depth(sys, target) as usize;
+    if depth == 0 {
+        return if sys.allowed(t, target) { target } else { prev };
+    }
+    let smt = sys.topology.threads_per_core > 1;
+    let has_idle_core = smt && sys.llc_has_idle_core(target);
+    if smt && !has_idle_core && sys.topology.share_cache(prev, target) {
+        // select_idle_smt: an idle sibling of prev.
+        if let Some(c) = sys.topology.siblings(prev).find(|&s| s != prev && sys.idle(s) && sys.allowed(t, s)) {
             return c;
         }
     }
-    if sys.llc_has_idle_cpu(target)
-        && let Some(c) = scan(&|c| sys.idle(c))
+    if has_idle_core {
+        // select_idle_core for each core once, in the order its first CPU
+        // comes up; no depth limit. The first idle CPU of a busy core met
+        // on the way is the answer if no core is idle after all.
+        let mut idle_cpu = None;
+        let mut seen: Vec<CpuId> = Vec::new();
+        for c in ring() {
+            let core = sys.topology.siblings(c);
+            if seen.contains(&core.start) {
+                continue;
+            }
+            seen.push(core.start);
+            if core.clone().all(|s| sys.idle(s)) {
+                return c;
+            }
+            if idle_cpu.is_none() {
+                idle_cpu = core.clone().find(|&s| sys.idle(s) && sys.allowed(t, s));
+            }
+        }
+        if let Some(c) = idle_cpu {
+            return c;
+        }
+    } else if sys.llc_has_idle_cpu(target)
+        && let Some(c) = ring().take(depth).find(|&c| sys.idle(c))
     {
         return c;
     }
@@ -664,4 +818,57 @@ fn find_idlest_cpu(sys: &Sys, q: &impl LbQueues, t: TaskId, prev: CpuId) -> CpuI
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wakees(n: usize) -> Wakees {
+        let none = WakeeState { last_wakee: TaskId::MAX, wakee_flips: 0, wakee_flip_decay_at: 0, recent_used_cpu: 0 };
+        Wakees { tasks: vec![none; n] }
+    }
+
+    #[test]
+    fn sis_util_scans_less_of_a_busier_llc_and_none_from_85_percent() {
+        // 16 CPUs, imbalance_pct 117: y = 16 * (1 - (u * 1.17)^2).
+        let depth = |pct_busy: u64| idle_scan_depth(16 * 1024 * pct_busy / 100, 16, 117);
+        assert_eq!(depth(0), 16);
+        assert_eq!(depth(25), 14);
+        assert_eq!(depth(50), 10);
+        assert_eq!(depth(75), 3);
+        assert_eq!(depth(84), 0);
+        assert_eq!(depth(85), 0);
+        assert_eq!(depth(100), 0);
+        // Utilization above capacity (PELT can overshoot) is no scan, not
+        // an overflow.
+        assert_eq!(idle_scan_depth(16 * 2048, 16, 117), 0);
+    }
+
+    #[test]
+    fn wake_wide_needs_a_one_to_many_pair() {
+        const MS: Nanos = 1_000_000;
+        // Task 0 wakes tasks 1..=16 in turn: 16 flips. Task 1 wakes 2 and
+        // 3 in turn, twice: 4 flips. 0 waking 1 on an LLC of 4 is wide
+        // (4 >= 4 and 16 >= 4 * 4); of 8 it is not (4 < 8).
+        let mut w = wakees(17);
+        for t in 1..=16 {
+            w.record(t as Nanos * MS, 0, t);
+        }
+        for i in 0..4 {
+            w.record(20 * MS + i * MS, 1, 2 + (i as TaskId % 2));
+        }
+        assert!(w.wide(0, 1, 4));
+        assert!(w.wide(1, 0, 4), "the pair is symmetric");
+        assert!(!w.wide(0, 1, 8));
+        // Waking the same task again is no flip.
+        let flips = w.tasks[0].wakee_flips;
+        w.record(30 * MS, 0, 16);
+        assert_eq!(w.tasks[0].wakee_flips, flips);
+        // A second later the waker's flips halve at its next wakeup: 16 ->
+        // 8, +1 for a new wakee: 9 < 4 * 4, no longer wide.
+        w.record(1_100 * MS, 0, 5);
+        assert_eq!(w.tasks[0].wakee_flips, 9);
+        assert!(!w.wide(0, 1, 4));
+    }
 }

@@ -27,7 +27,7 @@ const BASE_ALLOCATION: usize = 64 << 20;
 /// What one task may cost at the peak of a run: its program state, the
 /// kernel's view of it (TaskInfo), the policy's entity, its start event
 /// and its report row. `schedlab bench` measures 500-800 bytes per task;
-/// a workload of MAX_TASKS (a million) hogs takes about 570 MB on eevdf.
+/// a workload of MAX_TASKS (a million) hogs takes about 600 MB on eevdf.
 const BYTES_PER_TASK: usize = 1024;
 const WATCHDOG: Duration = Duration::from_secs(60);
 const FUZZ_CASES: u32 = 300;

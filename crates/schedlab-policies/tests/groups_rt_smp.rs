@@ -317,3 +317,53 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         assert!(hog < 50.0, "{sched}: a hog got {hog:.1}% beside the RT load");
     }
 }
+
+/// Counts wakeups that land on a CPU already running something while a
+/// CPU of the same LLC is idle.
+#[derive(Default)]
+struct StackedWakeups {
+    wakeups: u64,
+    stacked: u64,
+}
+
+impl schedlab_sim::Observer for StackedWakeups {
+    fn event(&mut self, _now: schedlab_sim::Nanos, sys: &schedlab_sim::Sys, ev: schedlab_sim::TraceEvent) {
+        if let schedlab_sim::TraceEvent::Wakeup { cpu, new: false, .. } = ev {
+            self.wakeups += 1;
+            let llc = sys.topology.llc_cpus(cpu);
+            if sys.cpus[cpu as usize].nr_running >= 2 && llc.clone().any(|c| c != cpu && sys.idle(c)) {
+                self.stacked += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn wakeups_find_the_idle_cpus_of_a_lightly_loaded_llc() {
+    // One LLC of 8 CPUs, no SMT, a hog and 12 sleepers of 20% woken by
+    // their own timers (no waker: the wakeup targets the CPU it slept on):
+    // ~40% busy, so SIS_UTIL lets select_idle_cpu scan 6 or 7 CPUs, and
+    // prev, recent_used_cpu and the scan find an idle CPU every time.
+    let w = workload(
+        r#"
+duration = "2s"
+[machine]
+topology = "1x8x1"
+[[task]]
+name = "hog"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "sleeper"
+count = 12
+program = [ { loop = "forever", body = [ { run = "200us" }, { sleep = "1ms" } ] } ]
+"#,
+    );
+    for sched in ["cfs", "eevdf", "bore"] {
+        let mut obs = StackedWakeups::default();
+        let policy = schedlab_policies::build(sched, &w).unwrap();
+        let opts = schedlab_sim::EngineOptions { check_invariants: true, ..Default::default() };
+        schedlab_sim::Engine::new(&w, policy, opts).with_observer(&mut obs).run().unwrap();
+        assert!(obs.wakeups > 10_000, "{sched}: {} wakeups", obs.wakeups);
+        assert_eq!(obs.stacked, 0, "{sched}: {} of {} wakeups stacked beside an idle CPU", obs.stacked, obs.wakeups);
+    }
+}

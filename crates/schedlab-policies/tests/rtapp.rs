@@ -190,7 +190,7 @@ impl schedlab_sim::Policy for WakeRecorder {
         self.inner.task_new(sys, t, parent)
     }
     fn select_cpu(&mut self, sys: &mut schedlab_sim::Sys, t: u32, prev: u32, kind: schedlab_sim::WakeKind) -> u32 {
-        if let schedlab_sim::WakeKind::Wakeup { waker_cpu: Some(_), sync } = kind {
+        if let schedlab_sim::WakeKind::Wakeup { waker_cpu: Some(_), sync, .. } = kind {
             self.wakes.borrow_mut().push((sys.task(t).spec, sync, sys.task(t).futex_wait));
         }
         self.inner.select_cpu(sys, t, prev, kind)

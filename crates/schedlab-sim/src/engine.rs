@@ -453,7 +453,7 @@ impl<'w> Engine<'w> {
             // A pipe write wakes its reader with WF_SYNC; a futex wake (a
             // condition, a barrier) does not.
             let sync = waker.is_some() && !self.sys.tasks[t as usize].futex_wait;
-            WakeKind::Wakeup { waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu), sync }
+            WakeKind::Wakeup { waker, waker_cpu: waker.map(|w| self.sys.tasks[w as usize].cpu), sync }
         };
         {
             let info = &mut self.sys.tasks[t as usize];

@@ -68,10 +68,11 @@ pub struct CpuInfo {
 pub enum WakeKind {
     /// A new task (fork or start of the run).
     New,
-    /// A sleeping task woken. `sync` is WF_SYNC: set when another task
-    /// woke it through a channel (a pipe write), not through a futex (a
-    /// condition or barrier) or a timer.
-    Wakeup { waker_cpu: Option<CpuId>, sync: bool },
+    /// A sleeping task woken, by `waker` running on `waker_cpu` (None for a
+    /// timer). `sync` is WF_SYNC: set when another task woke it through a
+    /// channel (a pipe write), not through a futex (a condition or
+    /// barrier) or a timer.
+    Wakeup { waker: Option<TaskId>, waker_cpu: Option<CpuId>, sync: bool },
 }
 
 /// Flags of an enqueue, as ENQUEUE_* in the kernel.

@@ -42,7 +42,7 @@ pub use tt::{TaskType, TtTunables};
 pub use tunables::{FairTunables, Features, Variant, scaling_factor};
 
 use crate::pelt::Pelt;
-use crate::smp::{Balancer, LbQueues, LbTunables, select_task_rq};
+use crate::smp::{Balancer, LbQueues, LbTunables, Wakees, select_task_rq};
 use crate::weights::{calc_delta, calc_delta_fair, task_weight};
 use schedlab_sim::Workload;
 use schedlab_sim::workload::{GroupSpec, SchedPolicy};
@@ -153,6 +153,8 @@ pub struct Fair {
     push_to: Vec<Option<CpuId>>,
     hrtick_epoch: Vec<u32>,
     lb: Option<Balancer>,
+    /// What select_task_rq_fair keeps per task (wakee flips, recent CPU).
+    wakees: Wakees,
     tick: u64,
     verify: bool,
     violations: Vec<String>,
@@ -286,6 +288,7 @@ impl Fair {
             ents: Vec::with_capacity(tasks + nr_groups as usize * n as usize),
             rqs: Vec::new(),
             per_task: Vec::with_capacity(tasks),
+            wakees: Wakees::with_capacity(tasks),
             group_shares: groups.iter().map(|g| (g.cpu_weight as u64 * 1024).div_ceil(100).max(MIN_SHARES)).collect(),
             group_load: vec![0; nr_groups as usize],
             bw: groups
@@ -1527,6 +1530,7 @@ impl Policy for Fair {
             self.per_task.resize(t as usize + 1, FairTask { se: NONE, pos: NONE, pelt: Pelt::default() });
         }
         self.per_task[t as usize].se = se;
+        self.wakees.task_new(sys, t);
         if self.cacule.is_some() {
             // wake_up_new_task stamps cacule_start_time.
             self.cnodes.push(cacule::Node { vruntime: 0, start_time: sys.now });
@@ -1565,10 +1569,17 @@ impl Policy for Fair {
         }
         // CacULE drops wake_affine: select_idle_sibling around prev.
         let kind = match kind {
-            WakeKind::Wakeup { sync, .. } if self.cacule.is_some() => WakeKind::Wakeup { waker_cpu: None, sync },
+            WakeKind::Wakeup { sync, .. } if self.cacule.is_some() => {
+                WakeKind::Wakeup { waker: None, waker_cpu: None, sync }
+            }
             k => k,
         };
-        select_task_rq(sys, self, t, prev, kind)
+        let lb = self.lb.take().expect("balancer present outside balancing");
+        let mut wakees = std::mem::take(&mut self.wakees);
+        let cpu = select_task_rq(sys, self, &mut wakees, &lb, t, prev, kind);
+        self.wakees = wakees;
+        self.lb = Some(lb);
+        cpu
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
