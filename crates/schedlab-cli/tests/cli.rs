@@ -18,8 +18,11 @@ fn fails_with(args: &[&str], needle: &str) {
     assert_eq!(lines, 1, "{args:?}: one error line, got:\n{err}");
 }
 
+/// Test inputs go under cargo's target/tmp (CARGO_TARGET_TMPDIR), which the
+/// build owns: the tests run in parallel and share them, so no one test may
+/// remove them, and in /tmp they were left behind by every run.
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("schedlab-cli-test-{}", std::process::id()));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-inputs");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();

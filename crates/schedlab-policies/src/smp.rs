@@ -134,6 +134,9 @@ enum MigrationType {
 pub struct LbTunables {
     pub migration_cost_ns: Nanos,
     pub nr_migrate: u32,
+    /// SCHED_FEAT(SIS_UTIL), on by default since 6.0; off, the wakeup's
+    /// scan is not cut (SIS_PROP, its predecessor, is not modelled).
+    pub sis_util: bool,
 }
 
 /// MAX_PINNED_INTERVAL: how far the balance interval grows while every
@@ -142,7 +145,7 @@ const MAX_PINNED_INTERVAL: Nanos = 512_000_000;
 
 impl Default for LbTunables {
     fn default() -> Self {
-        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32 }
+        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32, sis_util: true }
     }
 }
 
@@ -339,7 +342,7 @@ impl Balancer {
 
     /// The CPUs select_idle_cpu may look at in `cpu`'s LLC now.
     pub fn idle_scan_depth(&self, sys: &Sys, cpu: CpuId) -> u32 {
-        self.nr_idle_scan[sys.topology.llc_of(cpu) as usize]
+        if self.tun.sis_util { self.nr_idle_scan[sys.topology.llc_of(cpu) as usize] } else { u32::MAX }
     }
 
     /// update_sd_pick_busiest.
@@ -407,7 +410,10 @@ impl Balancer {
             }
         }
 
-        if idle != IdleKind::NewlyIdle && self.span(&sys.topology, this, level) == sys.topology.llc_cpus(this) {
+        if self.tun.sis_util
+            && idle != IdleKind::NewlyIdle
+            && self.span(&sys.topology, this, level) == sys.topology.llc_cpus(this)
+        {
             self.update_idle_cpu_scan(sys, this, stats.iter().map(|s| s.util).sum(), lv.imbalance_pct);
         }
 

@@ -367,3 +367,36 @@ program = [ { loop = "forever", body = [ { run = "200us" }, { sleep = "1ms" } ] 
         assert_eq!(obs.stacked, 0, "{sched}: {} of {} wakeups stacked beside an idle CPU", obs.stacked, obs.wakeups);
     }
 }
+
+#[test]
+fn sis_util_leaves_wakeups_beside_idle_cpus_once_the_llc_is_saturated() {
+    // make -j4 on 4 CPUs keeps the LLC ~95% busy: SIS_UTIL (on in 6.1 and
+    // 6.12) cuts the scan to no CPU, so a compiler waking from a short
+    // sleep on a CPU that something else took stays there even when
+    // another CPU is idle. With the feature off, the full scan always
+    // finds the idle CPU. CacULE's 5.14 base has no SIS_UTIL.
+    let stacked = |sched: &str, sis_util: Option<i64>| {
+        let ov = Overrides { cpus: Some(4), params: [("jobs".to_string(), 4)].into(), ..Overrides::default() };
+        let mut w = scenario("make-j", ov);
+        if let Some(v) = sis_util {
+            w.tunables.insert("SIS_UTIL".into(), v);
+        }
+        if sched == "eevdf" {
+            // A delayed task woken is requeued where it waits (ttwu_runnable),
+            // without a placement: not what this test looks at.
+            w.tunables.insert("DELAY_DEQUEUE".into(), 0);
+        }
+        let mut obs = StackedWakeups::default();
+        let policy = schedlab_policies::build(sched, &w).unwrap();
+        schedlab_sim::Engine::new(&w, policy, Default::default()).with_observer(&mut obs).run().unwrap();
+        assert!(obs.wakeups > 1_000, "{sched}: {} wakeups", obs.wakeups);
+        obs.stacked
+    };
+    for sched in ["cfs", "eevdf", "tt"] {
+        let on = stacked(sched, None);
+        let off = stacked(sched, Some(0));
+        assert!(on >= 20, "{sched}: only {on} wakeups stacked beside an idle CPU with SIS_UTIL");
+        assert_eq!(off, 0, "{sched}: {off} wakeups stacked beside an idle CPU with a full scan");
+    }
+    assert_eq!(stacked("cacule", None), 0, "cacule scans the whole LLC");
+}

@@ -21,6 +21,9 @@
 //! waking task goes to select_idle_sibling around its previous CPU), and
 //! the avg_idle gate of new-idle balancing; sysctl_sched_migration_cost is
 //! 0.2 ms. The RDB ("response driven balancer") variant is not modelled.
+//! The wakeup's idle scan is not cut: 5.14 has SIS_PROP (a depth from
+//! avg_idle and the measured scan cost, neither modelled), not 6.0's
+//! SIS_UTIL.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use schedlab_sim::{Nanos, Tunable};

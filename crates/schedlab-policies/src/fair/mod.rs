@@ -219,11 +219,19 @@ impl Fair {
         f.cacule = Some(c);
         if !own_cost {
             f.tun.migration_cost_ns = 200_000;
-            f.lb = Some(Balancer::new(
-                &w.machine.topology,
-                LbTunables { migration_cost_ns: f.tun.migration_cost_ns, nr_migrate: f.tun.nr_migrate },
-            ));
         }
+        // Its 5.14 base predates SIS_UTIL (6.0).
+        if !set.contains_key("SIS_UTIL") {
+            f.tun.features.sis_util = false;
+        }
+        f.lb = Some(Balancer::new(
+            &w.machine.topology,
+            LbTunables {
+                migration_cost_ns: f.tun.migration_cost_ns,
+                nr_migrate: f.tun.nr_migrate,
+                sis_util: f.tun.features.sis_util,
+            },
+        ));
         // Group entities exist from boot: born at time 0.
         f.cnodes = vec![cacule::Node::default(); f.ents.len()];
         f.cnodes.reserve_exact(w.initial_tasks() as usize);
@@ -314,7 +322,11 @@ impl Fair {
             tick: w.machine.tick_ns(),
             lb: Some(Balancer::new(
                 &w.machine.topology,
-                LbTunables { migration_cost_ns: tun.migration_cost_ns, nr_migrate: tun.nr_migrate },
+                LbTunables {
+                    migration_cost_ns: tun.migration_cost_ns,
+                    nr_migrate: tun.nr_migrate,
+                    sis_util: tun.features.sis_util,
+                },
             )),
             tun,
             verify: false,

@@ -45,6 +45,7 @@ pub struct Features {
     pub preempt_short: bool,
     pub delay_dequeue: bool,
     pub delay_zero: bool,
+    pub sis_util: bool,
 }
 
 impl Features {
@@ -66,6 +67,7 @@ impl Features {
             preempt_short: eevdf,
             delay_dequeue: eevdf,
             delay_zero: eevdf,
+            sis_util: true,
         }
     }
 
@@ -74,6 +76,11 @@ impl Features {
             ("NEXT_BUDDY", &mut self.next_buddy, "prefer the task just woken"),
             ("WAKEUP_PREEMPTION", &mut self.wakeup_preemption, "let a waking task preempt the running one"),
             ("HRTICK", &mut self.hrtick, "end slices with a high-resolution timer, not at the next tick"),
+            (
+                "SIS_UTIL",
+                &mut self.sis_util,
+                "a wakeup scans fewer CPUs for an idle one the busier the LLC is, none from 85% (6.0+)",
+            ),
         ];
         match v {
             Variant::Cfs => all.extend([
