@@ -23,6 +23,9 @@
 //!   of sd_weight ms times busy_factor 16 while busy, NO_HZ idle balancing
 //!   kicked from busy CPUs, and new-idle balance.
 //!
+//! Among fully busy groups the balancer takes the later one (6.12; 6.1
+//! keeps the first), their avg_load being left at 0 by both.
+//!
 //! Left out: group_imbalanced/misfit/asym classes (no capacity asymmetry is
 //! modelled), the cluster level (sched_cluster_active), NUMA balancing;
 //! newidle balance is not gated by avg_idle. These, and the wakeup path's
@@ -324,7 +327,11 @@ impl Balancer {
         } else {
             GroupType::FullyBusy
         };
-        if s.kind >= GroupType::FullyBusy {
+        // "Computing avg_load makes sense only when group is overloaded":
+        // a fully busy group's stays 0, which decides the choice among
+        // such groups and leaves calculate_imbalance nothing to pull from
+        // one.
+        if s.kind == GroupType::Overloaded {
             s.avg_load = s.load * SCHED_CAPACITY_SCALE / s.capacity;
         }
         s
@@ -345,13 +352,17 @@ impl Balancer {
         if self.tun.sis_util { self.nr_idle_scan[sys.topology.llc_of(cpu) as usize] } else { u32::MAX }
     }
 
-    /// update_sd_pick_busiest.
-    fn busier(a: &GroupStats, b: &GroupStats) -> bool {
+    /// update_sd_pick_busiest, for a group `a` met after the busiest so
+    /// far, `b`. Fully busy groups all have an avg_load of 0 (6.12.117:
+    /// the later one is taken, unless `b` is a core of SMT siblings, which
+    /// "need more help").
+    fn busier(a: &GroupStats, b: &GroupStats, smt_groups: bool) -> bool {
         if a.kind != b.kind {
             return a.kind > b.kind;
         }
         match a.kind {
-            GroupType::Overloaded | GroupType::FullyBusy => a.avg_load > b.avg_load,
+            GroupType::Overloaded => a.avg_load > b.avg_load,
+            GroupType::FullyBusy => !smt_groups,
             GroupType::HasSpare => a.idle_cpus < b.idle_cpus || (a.idle_cpus == b.idle_cpus && a.nr > b.nr),
         }
     }
@@ -417,6 +428,9 @@ impl Balancer {
             self.update_idle_cpu_scan(sys, this, stats.iter().map(|s| s.util).sum(), lv.imbalance_pct);
         }
 
+        // The groups of the MC level are cores: SMT siblings when cores have
+        // more than one thread.
+        let smt_groups = lv.kind == LevelKind::Mc && sys.topology.threads_per_core > 1;
         let mut busiest_i = None;
         for (i, s) in stats.iter().enumerate() {
             if i == local_i || s.nr == 0 {
@@ -425,7 +439,7 @@ impl Balancer {
             if s.kind == GroupType::HasSpare && s.nr <= 1 {
                 continue;
             }
-            if busiest_i.is_none_or(|b: usize| Self::busier(s, &stats[b])) {
+            if busiest_i.is_none_or(|b: usize| Self::busier(s, &stats[b], smt_groups)) {
                 busiest_i = Some(i);
             }
         }
@@ -849,6 +863,30 @@ mod tests {
         // Utilization above capacity (PELT can overshoot) is no scan, not
         // an overflow.
         assert_eq!(idle_scan_depth(16 * 2048, 16, 117), 0);
+    }
+
+    fn group(kind: GroupType, avg_load: f64) -> GroupStats {
+        GroupStats {
+            cpus: 0..2,
+            nr: 2,
+            load: 0.0,
+            util: 0.0,
+            idle_cpus: 0,
+            weight: 2,
+            capacity: 2048.0,
+            kind,
+            avg_load,
+        }
+    }
+
+    #[test]
+    fn the_busiest_group_is_the_later_fully_busy_one_unless_smt() {
+        let (busy, over) = (GroupType::FullyBusy, GroupType::Overloaded);
+        assert!(Balancer::busier(&group(busy, 0.0), &group(busy, 0.0), false));
+        assert!(!Balancer::busier(&group(busy, 0.0), &group(busy, 0.0), true));
+        assert!(Balancer::busier(&group(over, 900.0), &group(busy, 0.0), true));
+        assert!(!Balancer::busier(&group(over, 900.0), &group(over, 1000.0), false));
+        assert!(Balancer::busier(&group(over, 1100.0), &group(over, 1000.0), false));
     }
 
     #[test]
