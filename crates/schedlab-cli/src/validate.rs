@@ -362,6 +362,7 @@ const EXPLAINED: &[(&str, &str, &str, &str)] = &[
     ("pds", "sleeper-hog", "switches", PDS_SLEEPER_SLICE_EDGE),
     ("pds", "sleeper-hog", "run:*", PDS_SLEEPER_SLICE_EDGE),
     ("bore", "smp-fairness", "spread:hog", SPREAD_IS_A_RANDOM_WALK),
+    ("eevdf", "smp-fairness", "spread:hog", SPREAD_IS_A_RANDOM_WALK),
     ("bore", "thread-test*", "switches", BORE_SLICE_IS_A_TICK),
     ("bore", "thread-test*", "run*", BORE_SLICE_IS_A_TICK),
     ("bore", "smp-fairness", "switches", BORE_SLICE_IS_A_TICK),
@@ -455,9 +456,10 @@ const PDS_SLEEPER_SLICE_EDGE: &str = "The sleeper's 4.19 ms slice covers four of
 
 /// A spread of shares is the end of a random walk of balancer moves.
 const SPREAD_IS_A_RANDOM_WALK: &str = "The spread between the three hogs' shares is where about 70 balancer moves \
-     in 10 s left them, each move giving one hog a few milliseconds over another: a random walk, 3.0-6.0 points \
-     over simulated seeds 1-3 and 1.5-2.7 over the three boots, with the same migration rate on both sides \
-     (7.2 and 7.3/s). Three runs a side do not resolve a 3-point difference in it.";
+     in 10 s left them, each move giving one hog a few milliseconds over another: a random walk that covers most \
+     of its range on both sides. eevdf: 5.0, 1.7 and 1.4 points over simulated seeds 1-3, 0.1-6.1 over the three \
+     boots; bore: 7.4, 3.6 and 1.1 simulated, 1.5-2.7 real; the migration rates agree (eevdf 7.5 and 7.2/s, bore \
+     6.9 and 7.3/s). Three runs a side do not resolve a 3-point difference in it.";
 
 /// BORE's base slice is min_base_slice_ns rounded up to a tick: exactly one
 /// tick at HZ=250.

@@ -75,7 +75,11 @@ struct Level {
 
 #[derive(Clone, Copy, Debug)]
 struct DomState {
-    next_balance: Nanos,
+    /// sd->last_balance: the interval is added when the CPU next checks,
+    /// multiplied by busy_factor only if it is busy then, so a CPU that
+    /// balanced while busy and has since gone idle is due after the idle
+    /// interval, not the busy one.
+    last_balance: Nanos,
     interval: Nanos,
     failed: u32,
 }
@@ -198,7 +202,7 @@ impl Balancer {
         for cpu in 0..t.nr_cpus() {
             for l in 0..b.levels.len() {
                 let interval = b.span(t, cpu, l).len() as Nanos * 1_000_000;
-                b.dom.push(DomState { next_balance: interval, interval, failed: 0 });
+                b.dom.push(DomState { last_balance: 0, interval, failed: 0 });
             }
         }
         b
@@ -258,10 +262,12 @@ impl Balancer {
     }
 
     fn rebalance_domains(&mut self, sys: &mut Sys, q: &mut dyn LbQueues, cpu: CpuId, idle: IdleKind) {
+        // get_sd_balance_interval: busy_factor 16 while busy.
+        let busy_factor = if idle == IdleKind::Busy { 16 } else { 1 };
         for level in 0..self.levels.len() {
             let now = sys.now;
             let d = *self.dom_mut(cpu, level);
-            if now < d.next_balance {
+            if now < d.last_balance + d.interval * busy_factor {
                 continue;
             }
             let outcome = self.load_balance(sys, q, cpu, level, idle);
@@ -277,8 +283,7 @@ impl Balancer {
                 }
                 Outcome::Failed | Outcome::Moved => min,
             };
-            let busy_factor = if idle == IdleKind::Busy { 16 } else { 1 };
-            d.next_balance = now + d.interval * busy_factor;
+            d.last_balance = now;
         }
     }
 

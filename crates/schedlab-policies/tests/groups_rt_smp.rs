@@ -400,3 +400,49 @@ fn sis_util_leaves_wakeups_beside_idle_cpus_once_the_llc_is_saturated() {
     }
     assert_eq!(stacked("cacule", None), 0, "cacule scans the whole LLC");
 }
+
+/// The longest time some CPU sat idle while another had a task waiting,
+/// sampled at every switch, wakeup and migration.
+#[derive(Default)]
+struct StrandedIdle {
+    since: Option<schedlab_sim::Nanos>,
+    longest: schedlab_sim::Nanos,
+}
+
+impl schedlab_sim::Observer for StrandedIdle {
+    fn event(&mut self, now: schedlab_sim::Nanos, sys: &schedlab_sim::Sys, _ev: schedlab_sim::TraceEvent) {
+        let idle = sys.cpus.iter().any(|c| c.nr_running == 0);
+        let waiting = sys.cpus.iter().any(|c| c.nr_running >= 2);
+        match (idle && waiting, self.since) {
+            (true, None) => self.since = Some(now),
+            (false, Some(s)) => {
+                self.longest = self.longest.max(now - s);
+                self.since = None;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn an_idle_cpu_balances_at_its_idle_interval_not_the_busy_one() {
+    // make -j2 on 2 CPUs: when a job's fork preempts on one CPU as make
+    // sleeps on the other, the preempted job waits, cache hot, and the
+    // idle CPU pulls it at its next idle balance: interval sd_weight ms
+    // from its last balance (get_sd_balance_interval with cpu_busy = 0),
+    // kicked from the busy CPU's tick. Its last balance was while it was
+    // busy; taking that balance's 16x busy interval kept the CPU idle for
+    // up to 66 ms.
+    for sched in ["cfs", "eevdf", "bore", "tt", "cacule"] {
+        let ov = Overrides { cpus: Some(2), params: [("jobs".to_string(), 2)].into(), ..Overrides::default() };
+        let w = scenario("make-j", ov);
+        let mut obs = StrandedIdle::default();
+        let policy = schedlab_policies::build(sched, &w).unwrap();
+        schedlab_sim::Engine::new(&w, policy, Default::default()).with_observer(&mut obs).run().unwrap();
+        assert!(
+            obs.longest <= 12 * NSEC_PER_MSEC,
+            "{sched}: a CPU sat idle {} us beside waiting work",
+            obs.longest / 1000
+        );
+    }
+}
