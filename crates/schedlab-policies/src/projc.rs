@@ -219,18 +219,22 @@ impl ProjectC {
             if nr < 2 {
                 continue;
             }
-            // Every other queued task, as many tries as half the queue,
-            // from the head, leaving out the running one. The kernel walks
-            // from rq->curr, and a task queued ahead of it has just
-            // preempted it: on a real machine that CPU switches to it a
-            // microsecond later and the walk starts behind it. At the same
-            // simulated instant the switch has not happened yet; starting
-            // behind the task still running would find nothing to take
-            // (make -j2 on 2 CPUs: 20% idle, makespan +26%).
+            // migrate_pending_tasks: from the task behind rq->curr, every
+            // other one, nr_running / 2 tries at most. A task queued ahead of
+            // curr would just have preempted it; the engine switches such a
+            // CPU before another CPU's pick at the same instant, as the
+            // reschedule IPI does on a machine.
             let Some(running) = self.curr[src as usize] else { continue };
             let tries = (nr / 2).min(SCHED_NR_MIGRATE);
-            let candidates: Vec<TaskId> =
-                self.rqs.iter(src).map(|(_, t)| t).filter(|&t| t != running).step_by(2).take(tries).collect();
+            let candidates: Vec<TaskId> = self
+                .rqs
+                .iter(src)
+                .map(|(_, t)| t)
+                .skip_while(|&t| t != running)
+                .skip(1)
+                .step_by(2)
+                .take(tries)
+                .collect();
             let mut moved = 0;
             for t in candidates {
                 if sys.allowed(t, cpu) {

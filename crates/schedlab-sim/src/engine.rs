@@ -751,7 +751,35 @@ impl<'w> Engine<'w> {
             let epoch = prog.sleep_epoch;
             self.push(at, Kind::Wake(t, epoch));
         }
+        self.take_sent_preemptions(cpu);
         self.schedule(cpu);
+    }
+
+    /// Switches the CPUs that were sent a reschedule in this same instant
+    /// while running a task (a wakeup that preempts it) before `cpu`, whose
+    /// task is leaving it, picks. On a machine the reschedule IPI is taken
+    /// within a microsecond or two, before the task that sent it has gone
+    /// on to block, so this CPU's newidle balance finds those CPUs running
+    /// the tasks that preempted and the preempted ones queued; taken after
+    /// this event, in request order, they would still run the preempted
+    /// tasks and the newidle balance would take the one that had just
+    /// won the CPU.
+    fn take_sent_preemptions(&mut self, cpu: CpuId) {
+        if self.sys.resched.is_empty() {
+            return;
+        }
+        let sent: Vec<CpuId> = self
+            .sys
+            .resched
+            .iter()
+            .copied()
+            .filter(|&c| c != cpu && self.sys.cpus[c as usize].curr.is_some())
+            .collect();
+        for c in sent {
+            self.sys.resched.retain(|&r| r != c);
+            self.sys.resched_mask[c as usize] = false;
+            self.schedule(c);
+        }
     }
 
     fn exit(&mut self, cpu: CpuId, t: TaskId) {
@@ -760,6 +788,7 @@ impl<'w> Engine<'w> {
         self.progs[t as usize].stats.exited = Some(self.sys.now);
         self.alive -= 1;
         self.last_exit = self.sys.now;
+        self.take_sent_preemptions(cpu);
         self.schedule(cpu);
     }
 
