@@ -716,6 +716,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
 
 struct TraceFigures {
     switches: u64,
+    /// Involuntary switches of our threads to another process's thread (a
+    /// kernel thread, a daemon): preemption the workload did not cause.
+    preempted_by_others: u64,
     per_tid: HashMap<i32, (u64, u64, u64)>,
     rps: Vec<Hist>,
 }
@@ -729,7 +732,12 @@ fn analyse_trace(
     t0: Nanos,
     stop: Nanos,
 ) -> TraceFigures {
-    let mut f = TraceFigures { switches: 0, per_tid: HashMap::new(), rps: vec![Hist::default(); nr_specs] };
+    let mut f = TraceFigures {
+        switches: 0,
+        preempted_by_others: 0,
+        per_tid: HashMap::new(),
+        rps: vec![Hist::default(); nr_specs],
+    };
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
     for ev in events {
         let inside = ev.ts >= t0 && ev.ts <= stop;
@@ -748,6 +756,10 @@ fn analyse_trace(
                         let e = f.per_tid.entry(prev).or_default();
                         if prev_state.starts_with('R') {
                             e.1 += 1;
+                            let next = *next_pid as i32;
+                            if next != 0 && !spec_of.contains_key(&next) {
+                                f.preempted_by_others += 1;
+                            }
                         } else {
                             e.0 += 1;
                         }
@@ -841,8 +853,14 @@ fn build_report(
         figures = None;
     }
     let mut absent = Vec::new();
-    if figures.is_none() {
-        absent.push("runtime_per_switch (needs tracefs)".to_string());
+    let mut extra = Vec::new();
+    match &figures {
+        None => absent.push("runtime_per_switch (needs tracefs)".to_string()),
+        Some(f) => {
+            let invol: u64 = f.per_tid.values().map(|e| e.1).sum();
+            let pct = f.preempted_by_others as f64 * 100.0 / invol.max(1) as f64;
+            extra.push(("involuntary_to_other_processes_pct".to_string(), (pct * 10.0).round() / 10.0));
+        }
     }
     let mut spec_lat = vec![Hist::default(); w.tasks.len()];
     let mut migrations_total = 0;
@@ -909,7 +927,10 @@ fn build_report(
         migrations: migrations_total,
         events: 0,
         per_cpu,
-        extra: vec![("other_processes_cpu_pct".to_string(), (other_pct * 10.0).round() / 10.0)],
+        extra: {
+            extra.insert(0, ("other_processes_cpu_pct".to_string(), (other_pct * 10.0).round() / 10.0));
+            extra
+        },
         absent,
         host: Some(host),
     };
