@@ -743,7 +743,8 @@ fn analyse_trace(
         let inside = ev.ts >= t0 && ev.ts <= stop;
         match &ev.kind {
             SchedEventKind::Switch { prev_pid, prev_state, next_pid, .. } => {
-                let prev = *prev_pid as i32;
+                let (prev, next) = (*prev_pid as i32, *next_pid as i32);
+                let next_ours = spec_of.contains_key(&next);
                 if let Some(&spec) = spec_of.get(&prev) {
                     if let Some((tid, since)) = running.remove(&ev.cpu)
                         && tid == prev
@@ -756,8 +757,7 @@ fn analyse_trace(
                         let e = f.per_tid.entry(prev).or_default();
                         if prev_state.starts_with('R') {
                             e.1 += 1;
-                            let next = *next_pid as i32;
-                            if next != 0 && !spec_of.contains_key(&next) {
+                            if next != 0 && !next_ours {
                                 f.preempted_by_others += 1;
                             }
                         } else {
@@ -765,8 +765,7 @@ fn analyse_trace(
                         }
                     }
                 }
-                let next = *next_pid as i32;
-                if spec_of.contains_key(&next) {
+                if next_ours {
                     running.insert(ev.cpu, (next, ev.ts));
                 } else {
                     running.remove(&ev.cpu);
@@ -853,15 +852,13 @@ fn build_report(
         figures = None;
     }
     let mut absent = Vec::new();
-    let mut extra = Vec::new();
-    match &figures {
-        None => absent.push("runtime_per_switch (needs tracefs)".to_string()),
-        Some(f) => {
-            let invol: u64 = f.per_tid.values().map(|e| e.1).sum();
-            let pct = f.preempted_by_others as f64 * 100.0 / invol.max(1) as f64;
-            extra.push(("involuntary_to_other_processes_pct".to_string(), (pct * 10.0).round() / 10.0));
-        }
+    if figures.is_none() {
+        absent.push("runtime_per_switch (needs tracefs)".to_string());
     }
+    let to_others_pct = figures.as_ref().map(|f| {
+        let invol: u64 = f.per_tid.values().map(|e| e.1).sum();
+        f.preempted_by_others as f64 * 100.0 / invol.max(1) as f64
+    });
     let mut spec_lat = vec![Hist::default(); w.tasks.len()];
     let mut migrations_total = 0;
     let mut switches_total = 0;
@@ -927,10 +924,10 @@ fn build_report(
         migrations: migrations_total,
         events: 0,
         per_cpu,
-        extra: {
-            extra.insert(0, ("other_processes_cpu_pct".to_string(), (other_pct * 10.0).round() / 10.0));
-            extra
-        },
+        extra: std::iter::once(("other_processes_cpu_pct", other_pct))
+            .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
+            .map(|(name, pct)| (name.to_string(), (pct * 10.0).round() / 10.0))
+            .collect(),
         absent,
         host: Some(host),
     };

@@ -35,9 +35,8 @@
 //! nearest cache level (best_mask_cpu); otherwise the task stays where it
 //! ran. There is no periodic load balancer: a CPU that is about to go idle
 //! looks at the nearest runqueues with tasks waiting and takes every other
-//! queued task, at most half of the queue and sched_nr_migrate = 32
-//! (migrate_pending_tasks walks from the running task; see
-//! take_other_rq_tasks for why the walk here starts at the head).
+//! queued task behind the running one, at most half of the queue and
+//! sched_nr_migrate = 32 (migrate_pending_tasks).
 //! sched_yield() with yield_type = 1 and another task queued sets
 //! boost_prio to the maximum (BMQ) or renews slice and deadline (PDS) and
 //! requeues the task.
@@ -277,7 +276,8 @@ impl Policy for ProjectC {
         self.tasks[t as usize].time_slice = self.timeslice;
         // sched_fork: the parent's slice is shared with the child.
         if let Some(p) = parent
-            && let Some(cpu) = (0..sys.nr_cpus).find(|&c| self.curr[c as usize] == Some(p))
+            && let cpu = sys.task(p).cpu
+            && self.curr[cpu as usize] == Some(p)
         {
             let half = self.tasks[p as usize].time_slice / 2;
             self.tasks[p as usize].time_slice = half;

@@ -633,6 +633,12 @@ pub struct WakeeState {
     recent_used_cpu: CpuId,
 }
 
+impl WakeeState {
+    /// A task that has woken nobody yet.
+    const NEW: WakeeState =
+        WakeeState { last_wakee: TaskId::MAX, wakee_flips: 0, wakee_flip_decay_at: 0, recent_used_cpu: 0 };
+}
+
 /// The per-task wakeup state of every task, by task id.
 #[derive(Default)]
 pub struct Wakees {
@@ -649,9 +655,7 @@ impl Wakees {
     /// task was created on, before its first CPU is chosen.
     pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
         if self.tasks.len() <= t as usize {
-            let none =
-                WakeeState { last_wakee: TaskId::MAX, wakee_flips: 0, wakee_flip_decay_at: 0, recent_used_cpu: 0 };
-            self.tasks.resize(t as usize + 1, none);
+            self.tasks.resize(t as usize + 1, WakeeState::NEW);
         }
         self.tasks[t as usize].recent_used_cpu = sys.task(t).cpu;
     }
@@ -762,18 +766,21 @@ fn select_idle_sibling(sys: &Sys, wakees: &mut Wakees, lb: &Balancer, t: TaskId,
     {
         return recent;
     }
+    // Nothing idle found: the target, if the task may run there.
+    let fallback = if sys.allowed(t, target) { target } else { prev };
     let llc = sys.topology.llc_cpus(target);
     if llc.len() == 1 {
         // No LLC domain (sd_llc is NULL): nothing to scan.
-        return if sys.allowed(t, target) { target } else { prev };
+        return fallback;
     }
     let n = llc.len() as CpuId;
     // for_each_cpu_wrap(cpu, sd span & p->cpus_ptr, target + 1).
+    let ring_pos = |c: CpuId| (c - llc.start + n - (target - llc.start + 1) % n) % n;
     let ring = || (1..=n).map(|i| llc.start + (target - llc.start + i) % n).filter(|&c| sys.allowed(t, c));
     // SIS_UTIL: an LLC busy enough to leave no scan is not scanned at all.
     let depth = lb.idle_scan_depth(sys, target) as usize;
     if depth == 0 {
-        return if sys.allowed(t, target) { target } else { prev };
+        return fallback;
     }
     let smt = sys.topology.threads_per_core > 1;
     let has_idle_core = smt && sys.llc_has_idle_core(target);
@@ -784,17 +791,15 @@ fn select_idle_sibling(sys: &Sys, wakees: &mut Wakees, lb: &Balancer, t: TaskId,
         }
     }
     if has_idle_core {
-        // select_idle_core for each core once, in the order its first CPU
-        // comes up; no depth limit. The first idle CPU of a busy core met
-        // on the way is the answer if no core is idle after all.
+        // select_idle_core for each core once, at the first of its CPUs the
+        // ring reaches; no depth limit. The first idle CPU of a busy core
+        // met on the way is the answer if no core is idle after all.
         let mut idle_cpu = None;
-        let mut seen: Vec<CpuId> = Vec::new();
         for c in ring() {
             let core = sys.topology.siblings(c);
-            if seen.contains(&core.start) {
+            if core.clone().any(|s| s != c && sys.allowed(t, s) && ring_pos(s) < ring_pos(c)) {
                 continue;
             }
-            seen.push(core.start);
             if core.clone().all(|s| sys.idle(s)) {
                 return c;
             }
@@ -810,7 +815,7 @@ fn select_idle_sibling(sys: &Sys, wakees: &mut Wakees, lb: &Balancer, t: TaskId,
     {
         return c;
     }
-    if sys.allowed(t, target) { target } else { prev }
+    fallback
 }
 
 /// sched_balance_find_dst_cpu, flattened: the allowed CPU with the fewest
@@ -850,8 +855,7 @@ mod tests {
     use super::*;
 
     fn wakees(n: usize) -> Wakees {
-        let none = WakeeState { last_wakee: TaskId::MAX, wakee_flips: 0, wakee_flip_decay_at: 0, recent_used_cpu: 0 };
-        Wakees { tasks: vec![none; n] }
+        Wakees { tasks: vec![WakeeState::NEW; n] }
     }
 
     #[test]

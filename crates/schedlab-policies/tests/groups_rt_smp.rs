@@ -318,6 +318,12 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     }
 }
 
+/// The make-j scenario as make -jN on N CPUs.
+fn make_j(n: u32) -> schedlab_sim::Workload {
+    let ov = Overrides { cpus: Some(n), params: [("jobs".to_string(), n as i64)].into(), ..Overrides::default() };
+    scenario("make-j", ov)
+}
+
 /// Counts wakeups that land on a CPU already running something while a
 /// CPU of the same LLC is idle.
 #[derive(Default)]
@@ -376,8 +382,7 @@ fn sis_util_leaves_wakeups_beside_idle_cpus_once_the_llc_is_saturated() {
     // another CPU is idle. With the feature off, the full scan always
     // finds the idle CPU. CacULE's 5.14 base has no SIS_UTIL.
     let stacked = |sched: &str, sis_util: Option<i64>| {
-        let ov = Overrides { cpus: Some(4), params: [("jobs".to_string(), 4)].into(), ..Overrides::default() };
-        let mut w = scenario("make-j", ov);
+        let mut w = make_j(4);
         if let Some(v) = sis_util {
             w.tunables.insert("SIS_UTIL".into(), v);
         }
@@ -434,8 +439,7 @@ fn an_idle_cpu_balances_at_its_idle_interval_not_the_busy_one() {
     // busy; taking that balance's 16x busy interval kept the CPU idle for
     // up to 66 ms.
     for sched in ["cfs", "eevdf", "bore", "tt", "cacule"] {
-        let ov = Overrides { cpus: Some(2), params: [("jobs".to_string(), 2)].into(), ..Overrides::default() };
-        let w = scenario("make-j", ov);
+        let w = make_j(2);
         let mut obs = StrandedIdle::default();
         let policy = schedlab_policies::build(sched, &w).unwrap();
         schedlab_sim::Engine::new(&w, policy, Default::default()).with_observer(&mut obs).run().unwrap();
@@ -457,8 +461,7 @@ fn a_preemption_sent_before_the_sender_blocks_is_taken_before_its_newidle_balanc
     // preempted (0 involuntary switches; real kernels: 48-67/s between
     // the workload's threads).
     for sched in ["eevdf", "bmq"] {
-        let ov = Overrides { cpus: Some(2), params: [("jobs".to_string(), 2)].into(), ..Overrides::default() };
-        let w = scenario("make-j", ov);
+        let w = make_j(2);
         let r = run_checked(&w, sched);
         let preempted: u64 = r.tasks.iter().filter(|t| t.name.starts_with("cc1")).map(|t| t.involuntary_switches).sum();
         assert!(preempted >= 50, "{sched}: compilers preempted only {preempted} times");

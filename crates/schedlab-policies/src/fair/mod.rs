@@ -1586,11 +1586,12 @@ impl Policy for Fair {
             }
             k => k,
         };
-        let lb = self.lb.take().expect("balancer present outside balancing");
+        // The wakee state is taken out for the call: the policy itself is
+        // the runqueues select_task_rq reads.
         let mut wakees = std::mem::take(&mut self.wakees);
-        let cpu = select_task_rq(sys, self, &mut wakees, &lb, t, prev, kind);
+        let lb = self.lb.as_ref().expect("balancer present outside balancing");
+        let cpu = select_task_rq(sys, self, &mut wakees, lb, t, prev, kind);
         self.wakees = wakees;
-        self.lb = Some(lb);
         cpu
     }
 
