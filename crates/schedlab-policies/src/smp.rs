@@ -777,18 +777,20 @@ fn select_idle_sibling(sys: &Sys, wakees: &mut Wakees, lb: &Balancer, t: TaskId,
     // for_each_cpu_wrap(cpu, sd span & p->cpus_ptr, target + 1).
     let ring_pos = |c: CpuId| (c - llc.start + n - (target - llc.start + 1) % n) % n;
     let ring = || (1..=n).map(|i| llc.start + (target - llc.start + i) % n).filter(|&c| sys.allowed(t, c));
-    // SIS_UTIL: an LLC busy enough to leave no scan is not scanned at all.
-    let depth = lb.idle_scan_depth(sys, target) as usize;
-    if depth == 0 {
-        return fallback;
-    }
     let smt = sys.topology.threads_per_core > 1;
     let has_idle_core = smt && sys.llc_has_idle_core(target);
     if smt && !has_idle_core && sys.topology.share_cache(prev, target) {
-        // select_idle_smt: an idle sibling of prev.
+        // select_idle_smt: an idle sibling of prev, before select_idle_cpu
+        // and whatever SIS_UTIL allows it.
         if let Some(c) = sys.topology.siblings(prev).find(|&s| s != prev && sys.idle(s) && sys.allowed(t, s)) {
             return c;
         }
+    }
+    // SIS_UTIL: select_idle_cpu does not scan an LLC busy enough to leave
+    // no depth, for idle cores or CPUs.
+    let depth = lb.idle_scan_depth(sys, target) as usize;
+    if depth == 0 {
+        return fallback;
     }
     if has_idle_core {
         // select_idle_core for each core once, at the first of its CPUs the
