@@ -17,7 +17,7 @@ use schedlab_sim::report;
 use schedlab_sim::time::{format_duration, parse_duration, parse_duration_flag};
 use schedlab_sim::timeline::{Schedule, Timeline};
 use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
-use schedlab_sim::{Engine, EngineOptions, Overrides, Report, Workload};
+use schedlab_sim::{Engine, EngineOptions, Observer, Overrides, Report, Workload};
 use std::collections::BTreeMap;
 
 #[derive(Parser)]
@@ -219,6 +219,10 @@ enum Command {
         /// instead of booting the kernels again (after a model change).
         #[arg(long)]
         reuse_real: bool,
+        /// Set a tunable in the simulations only (the kernels keep theirs),
+        /// to see what the real figures say of a change.
+        #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_kv)]
+        set: Vec<(String, i64)>,
     },
     /// Measure this machine's context switch, idle wakeup and syscall costs
     /// and print them as --cost flags and a [machine] costs line, so that
@@ -228,6 +232,10 @@ enum Command {
         /// idle wakeups, 200,000 yields).
         #[arg(long, default_value_t = 1.0)]
         samples: f64,
+        /// Print the costs and the figures behind them as JSON (what
+        /// `validate` reads from each guest).
+        #[arg(long)]
+        json: bool,
     },
     /// List schedulers with their tunables, and the built-in scenarios.
     List,
@@ -378,15 +386,17 @@ pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report
     names.par_iter().map(|n| simulate(w, n)).collect()
 }
 
+/// A simulated run whose events `observer` sees as they happen.
+pub(crate) fn simulate_observed<'w>(w: &'w Workload, sched: &str, observer: &'w mut dyn Observer) -> Result<Report> {
+    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
+    Engine::new(w, policy, EngineOptions::default()).with_observer(observer).run().map_err(|e| anyhow!("{sched}: {e}"))
+}
+
 /// A simulated run that also keeps the schedule between `window.0` and
 /// `window.1`, for the HTML report's timeline.
 pub(crate) fn simulate_with_timeline(w: &Workload, sched: &str, window: (u64, u64)) -> Result<(Report, Schedule)> {
-    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
     let mut timeline = Timeline::new(w, window.0, window.1);
-    let report = Engine::new(w, policy, EngineOptions::default())
-        .with_observer(&mut timeline)
-        .run()
-        .map_err(|e| anyhow!("{sched}: {e}"))?;
+    let report = simulate_observed(w, sched, &mut timeline)?;
     let schedule = timeline.finish(report.duration_ns);
     Ok((report, schedule))
 }
@@ -455,8 +465,9 @@ fn main() {
 /// 128 + the signal for a run a stop signal ended, as a shell reports a
 /// process killed by it; 1 for every other error.
 fn exit_code(e: &anyhow::Error) -> i32 {
-    match e.downcast_ref::<schedlab_vm::VmError>() {
-        Some(schedlab_vm::VmError::Interrupted(sig)) => 128 + sig,
+    match (e.downcast_ref::<schedlab_vm::VmError>(), e.downcast_ref::<schedlab_host::HostError>()) {
+        (Some(schedlab_vm::VmError::Interrupted(sig)), _)
+        | (_, Some(schedlab_host::HostError::Interrupted(sig) | schedlab_host::HostError::CutShort(sig))) => 128 + sig,
         _ => 1,
     }
 }
@@ -570,6 +581,11 @@ fn run(cli: Cli) -> Result<()> {
             let w = load_workload(&common)?;
             let report = run_host(&w, &host_opts)?;
             print_one(&common, &report, false)?;
+            // The partial report is printed; the exit status still says
+            // the run was cut short, as record and vm say it.
+            if let Some(sig) = schedlab_host::signals::received() {
+                return Err(schedlab_host::HostError::CutShort(sig).into());
+            }
         }
         Command::Compare {
             common,
@@ -666,7 +682,7 @@ fn run(cli: Cli) -> Result<()> {
             host,
             jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         })?,
-        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real } => {
+        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, set } => {
             validate::run(validate::Options {
                 out: out.unwrap_or_else(validate::default_out),
                 kernels: kernels.unwrap_or_else(validate::default_kernels),
@@ -675,11 +691,12 @@ fn run(cli: Cli) -> Result<()> {
                 sched,
                 accel,
                 reuse: reuse_real,
+                set,
             })?
         }
         Command::List => list(),
         Command::Bench { quick } => bench::run(quick)?,
-        Command::Calibrate { samples } => calibrate(samples)?,
+        Command::Calibrate { samples, json } => calibrate(samples, json)?,
     }
     Ok(())
 }
@@ -740,8 +757,8 @@ fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
 }
 
 fn replay(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
-    let text = std::fs::read_to_string(&common.workload)
-        .with_context(|| format!("cannot read trace {}: give the path of a recorded trace", common.workload))?;
+    let text = schedlab_sim::input::read_input_file(std::path::Path::new(&common.workload), "trace")
+        .map_err(|e| anyhow!("{e} (replay takes the path of a recorded trace)"))?;
     if !common.param.is_empty() {
         bail!("--param: a trace has no parameters");
     }
@@ -806,8 +823,25 @@ fn list() {
     }
 }
 
-fn calibrate(samples: f64) -> Result<()> {
+fn calibrate(samples: f64, json: bool) -> Result<()> {
     let c = schedlab_host::calibrate::calibrate(samples)?;
+    if json {
+        let costs: serde_json::Map<String, serde_json::Value> =
+            c.costs().into_iter().map(|(name, v)| (name.to_string(), v.into())).collect();
+        let tick = match &c.tick {
+            Ok(t) => serde_json::json!({"median_ns": t.median, "p95_ns": t.p95, "max_ns": t.max, "samples": t.samples}),
+            Err(why) => serde_json::json!({"not_measured": why}),
+        };
+        let out = serde_json::json!({
+            "costs": costs,
+            "idle_wakeup_ns": c.idle_wakeup,
+            "timer_late_ns": c.timer_late,
+            "tick_lateness": tick,
+            "other_load_pct": c.other_load_pct,
+        });
+        println!("{out}");
+        return Ok(());
+    }
     let us = |ns: u64| format!("{:.2} us", ns as f64 / 1e3);
     let (trips, wakeups, yields) = c.samples;
     let k = schedlab_host::info::read();
@@ -850,6 +884,33 @@ fn calibrate(samples: f64) -> Result<()> {
         _ => println!("idle_exit       not measured: this process may use only one CPU"),
     }
     println!("syscall         {:>10}  per sched_yield alone on CPU {} ({yields} calls)", us(c.syscall), c.cpu);
+    println!(
+        "fork            {:>10}  of the creating thread's CPU per thread created as `host` creates one",
+        us(c.fork_parent)
+    );
+    println!("thread_start    {:>10}  of the new thread's CPU before its work begins", us(c.fork_child));
+    println!(
+        "timer_wakeup    {:>10}  of a thread's CPU per sleep to a time {} ahead, alone on CPU {}",
+        us(c.timer_cpu),
+        format_duration(200_000),
+        c.cpu
+    );
+    println!(
+        "timer_latency   {:>10}  it woke {} late at the median, less what waking an idle CPU costs",
+        us(c.timer_latency()),
+        us(c.timer_late)
+    );
+    match &c.tick {
+        Ok(t) => println!(
+            "tick_jitter     {:>10}  twice the median lateness of the tick past its jiffy (median {}, p95 {}, max {}, {} ticks)",
+            us(t.jitter()),
+            us(t.median),
+            us(t.p95),
+            us(t.max),
+            t.samples
+        ),
+        Err(why) => println!("tick_jitter     not measured: {why} (default 4 us)"),
+    }
     println!("migration       not measured: it depends on the task's working set (default 10 us)");
     println!("\nSimulate with these costs:\n  {}", c.cost_flags());
     println!("or put them in the workload's [machine] table:\n  {}", c.toml());

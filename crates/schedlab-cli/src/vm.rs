@@ -78,6 +78,55 @@ pub(crate) fn kernel_label(file: &Path) -> String {
     name.strip_suffix(".bzImage").unwrap_or(&name).to_string()
 }
 
+/// Boots `kernel` on `topology` vCPUs, runs `job` in it and returns what
+/// it printed, after passing its warnings and messages on to stderr; a
+/// failed command is an error naming what it said.
+fn run_in_guest(
+    job: &schedlab_vm::GuestJob,
+    kernel: &Path,
+    topology: [u32; 3],
+    run_timeout: u64,
+    vm: &VmArgs,
+    label: &str,
+) -> Result<schedlab_vm::VmRun> {
+    let opts = schedlab_vm::VmOptions {
+        kernel: kernel.to_path_buf(),
+        accel: vm.accel,
+        memory_mib: vm.memory,
+        topology,
+        run_timeout: std::time::Duration::from_nanos(run_timeout),
+    };
+    // The error keeps its type: an interrupted run exits as the signal says.
+    let out = schedlab_vm::run(job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;
+    for warning in &out.warnings {
+        eprintln!("schedlab: vm {label}: {warning}");
+    }
+    let messages = out.messages();
+    if out.exit_code != 0 {
+        bail!(
+            "vm {label}: schedlab in the guest failed (exit {}): {}",
+            out.exit_code,
+            if messages.is_empty() { "it printed nothing".to_string() } else { messages.join("; ") }
+        );
+    }
+    for m in &messages {
+        eprintln!("schedlab: vm {label}: guest: {m}");
+    }
+    Ok(out)
+}
+
+/// `schedlab calibrate --json` in `kernel` on `cpus` vCPUs: the guest's
+/// own costs as the simulator takes them, and the figures behind them.
+pub(crate) fn calibrate(kernel: &Path, cpus: u32, vm: &VmArgs, label: &str) -> Result<serde_json::Value> {
+    let job = schedlab_vm::GuestJob {
+        args: vec!["schedlab".into(), "calibrate".into(), "--json".into(), "--samples".into(), "0.25".into()],
+        files: Vec::new(),
+    };
+    let out = run_in_guest(&job, kernel, [1, cpus, 1], vm.timeout.unwrap_or(180_000_000_000), vm, label)?;
+    serde_json::from_str(&out.stdout)
+        .with_context(|| format!("vm {label}: the guest's calibration did not arrive whole"))
+}
+
 /// The guest's command line: `schedlab host` on the same workload with the
 /// same seed, duration and parameters, printing its report as JSON.
 fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_vm::GuestJob> {
@@ -127,30 +176,7 @@ pub(crate) fn run(
     let t = &w.machine.topology;
     let topology = [t.llcs, t.cores_per_llc, t.threads_per_core];
     let run_timeout = vm.timeout.unwrap_or(120_000_000_000 + w.duration.saturating_mul(2));
-    let opts = schedlab_vm::VmOptions {
-        kernel: kernel.to_path_buf(),
-        accel: vm.accel,
-        memory_mib: vm.memory,
-        topology,
-        run_timeout: std::time::Duration::from_nanos(run_timeout),
-    };
-    let job = guest_job(common, w, host)?;
-    // The error keeps its type: an interrupted run exits as the signal says.
-    let out = schedlab_vm::run(&job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;
-    for warning in &out.warnings {
-        eprintln!("schedlab: vm {label}: {warning}");
-    }
-    let messages = out.messages();
-    if out.exit_code != 0 {
-        bail!(
-            "vm {label}: schedlab in the guest failed (exit {}): {}",
-            out.exit_code,
-            if messages.is_empty() { "it printed nothing".to_string() } else { messages.join("; ") }
-        );
-    }
-    for m in &messages {
-        eprintln!("schedlab: vm {label}: guest: {m}");
-    }
+    let out = run_in_guest(&guest_job(common, w, host)?, kernel, topology, run_timeout, vm, label)?;
     let mut report: Report = serde_json::from_str(&out.stdout)
         .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
     report.source = "vm".into();

@@ -72,7 +72,10 @@ fn bad_input_gets_one_clear_error() {
         "CPU 2 in '2' does not exist: the machine has CPUs 0-1",
     );
     fails_with(&["run", "thread-test", "--set", "base_slice_ns"], "is not NAME=VALUE");
-    fails_with(&["run", "thread-test", "--cost", "idle=3us"], "--cost: unknown cost 'idle': use context_switch");
+    fails_with(
+        &["run", "thread-test", "--cost", "idle=3us"],
+        "--cost: unknown cost 'idle': use one of context_switch, migration, idle_exit",
+    );
     fails_with(&["run", "thread-test", "--cost", "idle_exit=3"], "'3' has no time unit: write e.g. idle_exit=8us");
     fails_with(&["host", "thread-test", "--cost", "idle_exit=3us"], "--cost sets what the simulator charges");
 
@@ -351,4 +354,89 @@ fn the_classic_tools_command_lines_are_workloads() {
     assert!(r["totals"]["makespan_ns"].as_u64().is_some_and(|m| m > 0), "{}", r["totals"]);
     fails_with(&["run", "stress-ng --vm 2"], "'--vm' is not a flag schedlab models");
     fails_with(&["run", "nosuchtool -x"], "or a command of stress-ng, cyclictest");
+}
+
+/// `host` signalled with SIGINT at `after`: its exit status and output.
+fn host_interrupted(after: std::time::Duration) -> (std::process::ExitStatus, String, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["host", "cgroup-split", "--duration", "3s", "--no-trace"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn host_stopped_by_a_signal_says_so_in_its_exit_status() {
+    use std::os::unix::process::ExitStatusExt;
+    // Before the window opens: nothing measured, no report (it printed an
+    // 18446744073 s run and exited 0). A signal that lands before the
+    // handlers are installed kills it outright, which says as much.
+    let (status, stdout, stderr) = host_interrupted(std::time::Duration::from_millis(10));
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stdout.contains("measured"), "a report of nothing was printed:\n{stdout}");
+    match status.code() {
+        Some(code) => {
+            assert_eq!(code, 128 + libc::SIGINT, "{stderr}");
+            assert!(stderr.contains("before the run started: nothing was measured"), "{stderr}");
+        }
+        None => assert_eq!(status.signal(), Some(libc::SIGINT)),
+    }
+    // Mid-run: the report up to the signal, and exit 130.
+    let (status, stdout, stderr) = host_interrupted(std::time::Duration::from_millis(1500));
+    assert_eq!(status.code(), Some(128 + libc::SIGINT), "{stderr}");
+    assert!(stderr.contains("the report covers the run up to the signal"), "{stderr}");
+    assert!(stdout.contains("interrupted by SIGINT"), "{stdout}");
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(needle))
+        })
+        .collect()
+}
+
+#[test]
+fn record_stops_everything_the_command_started() {
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        eprintln!("SKIPPED record_stops_everything_the_command_started: tracefs is not mounted");
+        return;
+    }
+    let trace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("group-{}.trace", std::process::id()));
+    // A shell that ignores the stop signals, and a child that inherits that:
+    // only the grace period's SIGKILL to the whole group ends them.
+    let naptime = format!("3{}.5", std::process::id() % 1000);
+    let script = format!("trap '' INT TERM HUP; sleep {naptime}");
+    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "sh", "-c", &script])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sleeping = processes_with(&format!("sleep {naptime}"));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_file(&trace);
+    if err.contains("run as root") {
+        eprintln!("SKIPPED record_stops_everything_the_command_started: {err}");
+        return;
+    }
+    assert!(!sleeping.is_empty(), "the command's child never started: {err}");
+    assert_eq!(out.status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(err.contains("stopped by SIGINT"), "{err}");
+    let left = processes_with(&format!("sleep {naptime}"));
+    assert!(left.is_empty(), "record left the command's child running: {left:?}");
 }

@@ -217,8 +217,11 @@ fn bad_kernels_and_simulator_flags_get_one_clear_error() {
 }
 
 /// `schedlab validate --quick` on two kernels of different schedulers: every
-/// figure within its tolerance or explained from the source. This is the
-/// suite that says whether a model still agrees with its kernel.
+/// figure within its tolerance or explained by the guest's measured costs.
+/// This is the suite that says whether a model still agrees with its
+/// kernel; that it can say no is shown by planting a change in the model
+/// (eevdf's base slice at 6 ms instead of 0.70 ms x 2) and re-judging the
+/// same real runs, which must fail on the figures the slice decides.
 #[test]
 fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -237,6 +240,15 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
         .output()
         .unwrap();
     let page = std::fs::read_to_string(out_dir.join("validation.md")).unwrap_or_default();
+    let planted = schedlab()
+        .args(["validate", "--quick", "--sched", "eevdf", "--reuse-real", "--set", "base_slice_ns=6000000"])
+        .arg("--kernels")
+        .arg(k.parent().unwrap())
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let planted_page = std::fs::read_to_string(out_dir.join("validation.md")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&out_dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     // validate waits for a quiet host before each guest and records what
@@ -253,6 +265,15 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
     assert!(out.status.success(), "validate failed:\n{stderr}\n{page}");
     assert!(page.contains("## eevdf: Linux 6.12.117") && page.contains("## pds: Project C v6.12-r1"), "{page}");
     assert!(!page.contains("unexplained**"), "{page}");
+    // The guest's costs were measured and used.
+    assert!(
+        page.contains("The guest's costs (`schedlab calibrate` in a boot of this kernel): context_switch"),
+        "{page}"
+    );
+    let planted_err = String::from_utf8_lossy(&planted.stderr);
+    assert!(!planted.status.success(), "a 6 ms base slice passed validation:\n{planted_err}\n{planted_page}");
+    assert!(planted_err.contains("eevdf thread-test-16 switches/s"), "{planted_err}");
+    assert!(planted_page.contains("--set base_slice_ns=6000000"), "{planted_page}");
 }
 
 #[test]

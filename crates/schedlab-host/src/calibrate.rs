@@ -18,6 +18,24 @@
 //!   a VM, the host descheduling a halted vCPU once KVM's halt polling
 //!   gives up) cost more, and the simulator's one figure cannot follow.
 //! - syscall: sched_yield with nothing else runnable on the CPU.
+//! - timer_wakeup and timer_latency: a thread alone on a CPU sleeps to an
+//!   absolute time 200 us ahead, as the host runner's sleeps and timers
+//!   do (timer slack 1 ns). timer_wakeup is the thread's own CPU time per
+//!   sleep (the call, the wakeup's return), which the simulator charges
+//!   to a task woken by a timer; timer_latency is how late it woke less
+//!   what the simulator already charges for waking an idle CPU.
+//! - fork and thread_start: a thread created as the host runner creates
+//!   one (128 KiB stack, named, timer slack set): the parent's CPU time
+//!   per creation and the child's CPU time when its work would begin.
+//! - tick_jitter: how late the tick arrives after its jiffy boundary, from
+//!   the tick's own hrtimer expiries (timer:hrtimer_expire_entry of
+//!   tick_sched_timer, tick_nohz_handler since 6.9, in a tracefs instance;
+//!   where the kernel prints no symbol names, the timer that fired most)
+//!   while every CPU spins, each CPU on its own grid; twice the median,
+//!   since the simulator draws each tick's delay uniformly from 0 to this
+//!   figure. Needs tracefs (root); without it, or where the tick is a
+//!   tenth of a period late at the median (a TCG guest, at times: no grid
+//!   a jitter could describe), left at its default.
 //!
 //! The migration cost (cold caches after a move) depends on the task's
 //! working set, not the machine alone, and is left at its default.
@@ -25,6 +43,7 @@
 use crate::HostError;
 use crate::sys::{self, Pipe};
 use schedlab_sim::Nanos;
+use std::collections::HashMap;
 
 /// What `calibrate` found, in the units `[machine] costs` takes.
 #[derive(Clone, Debug)]
@@ -41,11 +60,41 @@ pub struct Calibration {
     /// deeper idle states cost more to leave, which one figure cannot say.
     pub deep_idle: Vec<(Nanos, Nanos)>,
     pub syscall: Nanos,
+    /// CPU time a thread uses per timed sleep, and the median of how late
+    /// it woke (both alone on `cpu`).
+    pub timer_cpu: Nanos,
+    pub timer_late: Nanos,
+    /// CPU time of the creating thread per thread created, and of the new
+    /// thread before its work.
+    pub fork_parent: Nanos,
+    pub fork_child: Nanos,
+    /// The tick's lateness after its jiffy boundary, or why it was not
+    /// measured.
+    pub tick: Result<TickLateness, String>,
     /// Round trips, wakeups and yields measured.
     pub samples: (u32, u32, u32),
     /// CPU time other processes took on the CPUs measured, in % of their
     /// time: the figures are this kernel's floor only when it is near 0.
     pub other_load_pct: f64,
+}
+
+/// Tick arrivals after their jiffy boundary.
+#[derive(Clone, Debug)]
+pub struct TickLateness {
+    pub median: Nanos,
+    pub p95: Nanos,
+    pub max: Nanos,
+    pub samples: usize,
+}
+
+impl TickLateness {
+    /// The simulator's tick_jitter: it draws each tick's delay uniformly
+    /// from 0 to this, so twice the median gives the measured median. (A
+    /// TCG guest's lateness has a long tail, p95 2 ms against a 50 us
+    /// median: a uniform as wide as the tail would misplace most ticks.)
+    pub fn jitter(&self) -> Nanos {
+        2 * self.median
+    }
 }
 
 impl Calibration {
@@ -55,11 +104,24 @@ impl Calibration {
         self.idle_wakeup.map(|w| w.saturating_sub(self.context_switch))
     }
 
+    /// How late a timer fires beyond what the simulator charges anyway for
+    /// waking the idle CPU its thread sleeps on (idle exit and switch).
+    pub fn timer_latency(&self) -> Nanos {
+        self.timer_late.saturating_sub(self.idle_wakeup.unwrap_or(self.context_switch))
+    }
+
     /// The measured costs under the names `[machine] costs` gives them.
-    fn costs(&self) -> Vec<(&'static str, Nanos)> {
+    pub fn costs(&self) -> Vec<(&'static str, Nanos)> {
         let mut costs = vec![("context_switch", self.context_switch)];
         costs.extend(self.idle_exit().map(|idle| ("idle_exit", idle)));
         costs.push(("syscall", self.syscall));
+        costs.push(("fork", self.fork_parent));
+        costs.push(("thread_start", self.fork_child));
+        costs.push(("timer_wakeup", self.timer_cpu));
+        costs.push(("timer_latency", self.timer_latency()));
+        if let Ok(tick) = &self.tick {
+            costs.push(("tick_jitter", tick.jitter()));
+        }
         costs
     }
 
@@ -105,6 +167,9 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     let (other0, t0) = busy();
     let context_switch = ping_pong(cpu, trips)?;
     let syscall = yield_cost(cpu, yields)?;
+    let (timer_cpu, timer_late) = timer_sleep(cpu, count(2_000.0))?;
+    let (fork_parent, fork_child) = thread_creation(cpu, count(500.0))?;
+    let tick = tick_lateness(&allowed);
     let (idle_wakeup, deep_idle) = match other_cpu {
         Some(other) => {
             let shallow = idle_wakeup(cpu, other, wakeups, SHALLOW_IDLE)?;
@@ -130,8 +195,198 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         idle_wakeup,
         deep_idle,
         syscall,
+        timer_cpu,
+        timer_late,
+        fork_parent,
+        fork_child,
+        tick,
         samples: (trips, if other_cpu.is_some() { wakeups } else { 0 }, yields),
     })
+}
+
+/// How far ahead each timed sleep is set: longer than a wakeup takes, so
+/// the CPU is idle when the timer fires, as a sleeping task's often is.
+const TIMER_AHEAD: Nanos = 200_000;
+
+/// Per timed sleep of a thread alone on `cpu`: its CPU time, and the median
+/// of how late it woke.
+fn timer_sleep(cpu: usize, sleeps: u32) -> Result<(Nanos, Nanos), HostError> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu)?;
+            sys::set_min_timer_slack();
+            let mut late = Vec::with_capacity(sleeps as usize);
+            let mut cpu_per_sleep = Vec::with_capacity(BATCHES as usize);
+            let per_batch = (sleeps / BATCHES).max(1);
+            // One batch more first, to settle; not kept.
+            for batch in 0..=BATCHES {
+                let cpu0 = sys::thread_cpu_time();
+                for _ in 0..per_batch {
+                    let target = sys::now() + TIMER_AHEAD;
+                    sys::sleep_until(target);
+                    if batch > 0 {
+                        late.push(sys::now().saturating_sub(target));
+                    }
+                }
+                if batch > 0 {
+                    cpu_per_sleep.push((sys::thread_cpu_time() - cpu0) / u64::from(per_batch));
+                }
+            }
+            Ok((median(cpu_per_sleep), median(late)))
+        })
+        .join()
+        .expect("timer thread does not panic")
+    })
+}
+
+/// Per thread created as the host runner creates its tasks' threads: the
+/// creator's CPU time, and the new thread's own when its work would start.
+fn thread_creation(cpu: usize, threads: u32) -> Result<(Nanos, Nanos), HostError> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu)?;
+            let mut parent = Vec::with_capacity(threads as usize);
+            let mut child = Vec::with_capacity(threads as usize);
+            for i in 0..=threads {
+                let cpu0 = sys::thread_cpu_time();
+                let handle = std::thread::Builder::new()
+                    .stack_size(crate::TASK_STACK)
+                    .spawn(|| {
+                        sys::set_thread_name("sl-calibrate");
+                        sys::set_min_timer_slack();
+                        sys::thread_cpu_time()
+                    })
+                    .map_err(|e| HostError::Setup(format!("cannot create a thread: {e}")))?;
+                let spent = sys::thread_cpu_time() - cpu0;
+                let started = handle.join().expect("a thread that returns its clock does not panic");
+                // The first thread pays for the allocator's first arena.
+                if i > 0 {
+                    parent.push(spent);
+                    child.push(started);
+                }
+            }
+            Ok((median(parent), median(child)))
+        })
+        .join()
+        .expect("creating thread does not panic")
+    })
+}
+
+/// How long every CPU spins while the tick's expiries are traced.
+const TICK_TRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+
+/// The tick's lateness on the CPUs in `cpus`, each kept busy so that its
+/// tick runs (an idle NO_HZ CPU stops it), from the tick hrtimer's
+/// expiries: each is `now` of hrtimer_expire_entry, whose distance past the
+/// common jiffy grid is the lateness.
+fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
+    let hz = crate::info::read().hz.ok_or("the kernel's HZ is not known")?;
+    let tracer = crate::tracing::Tracer::with_events(
+        cpus.iter().max().map_or(1, |&c| c + 1),
+        &["timer/hrtimer_expire_entry"],
+        "the tick's lateness",
+        false,
+    )?;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for &cpu in cpus {
+            let stop = &stop;
+            s.spawn(move || {
+                if pin(cpu).is_ok() {
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+        }
+        tracer.set_on(true);
+        std::thread::sleep(TICK_TRACE);
+        tracer.set_on(false);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let (text, _) = tracer.text()?;
+    // (function, now) of each expiry. A kernel without kallsyms prints the
+    // function as an address: the tick is then the timer that fired most,
+    // HZ times a second on every CPU.
+    let fired: Vec<(u32, &str, Nanos)> = text
+        .lines()
+        .filter_map(|l| {
+            let (mut cpu, mut function, mut now) = (None, None, None);
+            for f in l.split_whitespace() {
+                if let Some(v) = f.strip_prefix("function=") {
+                    function = Some(v);
+                } else if let Some(v) = f.strip_prefix("now=") {
+                    now = v.parse().ok();
+                } else if cpu.is_none()
+                    && let Some(v) = f.strip_prefix('[').and_then(|v| v.strip_suffix(']'))
+                {
+                    cpu = v.parse().ok();
+                }
+            }
+            Some((cpu?, function?, now?))
+        })
+        .collect();
+    // tick_sched_timer became tick_nohz_handler in 6.9.
+    let named = ["tick_sched_timer", "tick_nohz_handler"];
+    let tick = match fired.iter().find(|(_, f, _)| named.contains(f)) {
+        Some((_, f, _)) => *f,
+        None => {
+            let mut counts: HashMap<&str, usize> = HashMap::new();
+            for (_, f, _) in &fired {
+                *counts.entry(f).or_default() += 1;
+            }
+            counts.into_iter().max_by_key(|&(f, n)| (n, f)).map_or("", |(f, _)| f)
+        }
+    };
+    let expiries: Vec<(u32, Nanos)> =
+        fired.iter().filter(|(_, f, _)| *f == tick).map(|&(cpu, _, now)| (cpu, now)).collect();
+    let period = 1_000_000_000 / u64::from(hz);
+    let late = lateness_from_expiries(&expiries, period)
+        .ok_or_else(|| format!("only {} tick expiries were traced", expiries.len()))?;
+    // The simulator's ticks sit on the jiffy grid with a small delay; a
+    // tick that is a tenth of a period late at the median keeps no grid (an
+    // emulated timer reprogrammed from late expiries), which no jitter
+    // figure describes.
+    if late.median > period / 10 {
+        return Err(format!(
+            "the tick keeps no jiffy grid here: {} ticks came {:.0} us late at the median, {:.0} us at the 95th \
+             percentile, of a {:.0} us period",
+            late.samples,
+            late.median as f64 / 1e3,
+            late.p95 as f64 / 1e3,
+            period as f64 / 1e3
+        ));
+    }
+    Ok(late)
+}
+
+/// Lateness of each expiry (cpu, time) past a grid of period `tick` whose
+/// phase is unknown and may differ from CPU to CPU: each CPU's grid starts
+/// after the widest gap between its expiries' positions in the period
+/// (circularly), so that a tick that came early on the grid cannot be
+/// mistaken for one a whole period late.
+fn lateness_from_expiries(expiries: &[(u32, Nanos)], tick: Nanos) -> Option<TickLateness> {
+    if expiries.len() < 20 || tick == 0 {
+        return None;
+    }
+    let mut by_cpu: HashMap<u32, Vec<Nanos>> = HashMap::new();
+    for &(cpu, at) in expiries {
+        by_cpu.entry(cpu).or_default().push(at % tick);
+    }
+    let mut late = Vec::with_capacity(expiries.len());
+    for mut pos in by_cpu.into_values() {
+        pos.sort_unstable();
+        let (mut start, mut widest) = (pos[0], pos[0] + tick - pos[pos.len() - 1]);
+        for w in pos.windows(2) {
+            if w[1] - w[0] > widest {
+                (start, widest) = (w[1], w[1] - w[0]);
+            }
+        }
+        late.extend(pos.iter().map(|&p| (p + tick - start) % tick));
+    }
+    late.sort_unstable();
+    let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+    Some(TickLateness { median: at(0.5), p95: at(0.95), max: at(1.0), samples: late.len() })
 }
 
 fn median(mut v: Vec<Nanos>) -> Nanos {
@@ -263,10 +518,21 @@ mod tests {
             idle_wakeup: Some(12_000),
             deep_idle: vec![(1_000_000, 25_000)],
             syscall: 350,
+            timer_cpu: 1_500,
+            timer_late: 60_000,
+            fork_parent: 20_000,
+            fork_child: 9_000,
+            tick: Ok(TickLateness { median: 1_000, p95: 3_000, max: 9_000, samples: 500 }),
             samples: (9, 9, 9),
         };
         assert_eq!(c.idle_exit(), Some(7_900));
-        assert_eq!(c.cost_flags(), "--cost context_switch=4100ns --cost idle_exit=7900ns --cost syscall=350ns");
+        // Late by 60 us, of which the wakeup of an idle CPU is 12 us.
+        assert_eq!(c.timer_latency(), 48_000);
+        assert_eq!(
+            c.cost_flags(),
+            "--cost context_switch=4100ns --cost idle_exit=7900ns --cost syscall=350ns --cost fork=20000ns \
+             --cost thread_start=9000ns --cost timer_wakeup=1500ns --cost timer_latency=48000ns --cost tick_jitter=2000ns"
+        );
         let text = format!(
             "duration = \"1s\"\n[machine]\n{}\n[[task]]\nname = \"t\"\nprogram = [ {{ run = \"1ms\" }} ]\n",
             c.toml()
@@ -275,6 +541,28 @@ mod tests {
         assert_eq!(w.machine.costs.context_switch, 4_100);
         assert_eq!(w.machine.costs.idle_exit, 7_900);
         assert_eq!(w.machine.costs.syscall, 350);
+        assert_eq!(w.machine.costs.fork, 20_000);
+        assert_eq!(w.machine.costs.thread_start, 9_000);
+        assert_eq!(w.machine.costs.timer_wakeup, 1_500);
+        assert_eq!(w.machine.costs.timer_latency, 48_000);
+        assert_eq!(w.machine.costs.tick_jitter, 2_000);
+    }
+
+    #[test]
+    fn tick_lateness_is_measured_from_the_grid_whatever_its_phase() {
+        let tick = 4_000_000;
+        // A grid at 3.999 ms into the period: lateness 0..=19 us, some of
+        // the expiries wrapping past the period's end.
+        let mut expiries: Vec<(u32, Nanos)> =
+            (0..100u64).map(|i| (0, i * tick + 3_999_000 + (i % 20) * 1_000)).collect();
+        // CPU 1 on a grid of its own, half a period away, 1 us late each time.
+        expiries.extend((0..100u64).map(|i| (1, i * tick + 2_000_000 + 1_000)));
+        let l = lateness_from_expiries(&expiries, tick).unwrap();
+        assert_eq!(l.max, 19_000);
+        assert_eq!(l.median, 0);
+        assert_eq!(l.p95, 17_000);
+        assert_eq!(l.samples, 200);
+        assert!(lateness_from_expiries(&expiries[..5], tick).is_none());
     }
 
     #[test]

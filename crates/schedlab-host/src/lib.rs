@@ -17,6 +17,7 @@
 pub mod calibrate;
 mod cgroup;
 pub mod info;
+pub mod leftovers;
 pub mod signals;
 mod sync;
 mod sys;
@@ -28,6 +29,7 @@ use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
 use schedlab_sim::workload::{Op, SchedPolicy};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
+use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -42,6 +44,14 @@ pub enum HostError {
     Attribute { task: String, message: String },
     #[error("{0}")]
     Setup(String),
+    /// A stop signal arrived before the run's window opened: nothing was
+    /// measured, and there is no report to print.
+    #[error("interrupted by {} before the run started: nothing was measured", signals::name(*.0))]
+    Interrupted(libc::c_int),
+    /// A stop signal cut the run short after its window opened: what was
+    /// measured is reported, and the exit status says it was cut.
+    #[error("interrupted by {}: the report covers the run up to the signal", signals::name(*.0))]
+    CutShort(libc::c_int),
 }
 
 #[derive(Clone, Debug)]
@@ -207,6 +217,9 @@ fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(
     Ok(())
 }
 
+/// Stack of a task thread: the programs recurse nowhere.
+pub(crate) const TASK_STACK: usize = 128 * 1024;
+
 fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostError> {
     if sh.thread_budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
         return Err(HostError::Setup(format!(
@@ -220,7 +233,7 @@ fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostE
     let shared = Arc::clone(sh);
     let name = format!("sl-{}", sh.w.tasks[spec as usize].name);
     let handle = std::thread::Builder::new()
-        .stack_size(128 * 1024)
+        .stack_size(TASK_STACK)
         .spawn(move || task_thread(shared, task, spec, instance, at_barrier, name))
         .map_err(|e| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)")))?;
     sh.handles.lock().expect("no thread panics holding the lock").push(handle);
@@ -442,31 +455,48 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
-    let warnings = tracing::remove_stale();
+    let warnings = leftovers::sweep();
     let nr_cpus = sys::allowed_cpus().len().max(1);
     let tracer = tracing::Tracer::with_events(nr_cpus, &tracing::RECORD_EVENTS, "schedlab record", false)
         .map_err(HostError::Setup)?;
     tracer.set_on(true);
+    // The command gets a process group of its own, so that a stop signal
+    // reaches everything it started (a shell's children that ignore
+    // signals too, at the grace period's end) and nothing of schedlab's:
+    // a terminal's Ctrl-C reaches schedlab, which passes it on.
     let mut child = std::process::Command::new(program)
         .args(args)
+        .process_group(0)
         .spawn()
         .map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
+    let group = child.id() as libc::pid_t;
     let mut interrupted = None;
     let mut deadline = None;
     let exit_status = loop {
         if let Some(status) = child.try_wait().map_err(|e| HostError::Setup(format!("waiting for '{program}': {e}")))? {
+            // A signal that came as the command ended still ends the
+            // recording early, and says so.
+            interrupted = interrupted.or_else(signals::received);
+            if interrupted.is_some() {
+                // SAFETY: the group is the command's own; what is left of
+                // it (a background child) goes with it.
+                unsafe { libc::killpg(group, libc::SIGKILL) };
+            }
             break status;
         }
         if interrupted.is_none()
             && let Some(sig) = signals::received()
         {
             interrupted = Some(sig);
-            // SAFETY: signalling our own child, which has not been reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+            // SAFETY: signalling the command's own process group, whose
+            // leader has not been reaped.
+            unsafe { libc::killpg(group, sig) };
             deadline = Some(std::time::Instant::now() + COMMAND_STOP_GRACE);
         }
         if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            let _ = child.kill();
+            // SAFETY: as above; everything in the group that ignored the
+            // signal.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
@@ -503,8 +533,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     }
     let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
     let kernel = info::read();
-    let mut warnings = cgroup::remove_stale();
-    warnings.extend(tracing::remove_stale());
+    let mut warnings = leftovers::sweep();
     let mut notes = kernel.notes.clone();
 
     let mut cgroups_state = "the workload has no groups".to_string();
@@ -671,6 +700,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         return Err(e);
     }
     if let Some(sig) = signals::received().filter(|_| stop < end) {
+        if stop <= t0 {
+            return Err(HostError::Interrupted(sig));
+        }
         notes.push(format!("interrupted by {} after {:.3} s", signals::name(sig), (stop - t0) as f64 / 1e9));
     }
     let trace = match &tracer {
@@ -707,6 +739,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
             tracing: tracing_state,
             cgroups: cgroups_state,
             notes,
+            decisions: None,
         },
         kernel.tunables.clone(),
     );
@@ -845,6 +878,16 @@ fn build_report(
     results.sort_by_key(|r| r.task);
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
     let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop));
+    if let Some(events) = trace {
+        // The LLC of each host CPU the workload runs on.
+        let mut llc = vec![None; sh.cpu_map.iter().max().map_or(0, |&c| c + 1)];
+        for (i, &hc) in sh.cpu_map.iter().enumerate() {
+            llc[hc] = Some(w.machine.topology.llc_of(i as u32));
+        }
+        let mut counter = schedlab_sim::decisions::DecisionCounter::new(llc, t0, stop);
+        counter.feed_trace(events, |pid| spec_of.contains_key(&(pid as i32)));
+        host.decisions = Some(counter.counts);
+    }
     let rusage_switches: u64 = results.iter().map(|r| r.voluntary + r.involuntary).sum();
     if figures.as_ref().is_some_and(|f| f.switches == 0 && rusage_switches > 0) {
         // The trace missed our threads (a filter the kernel did not apply):

@@ -10,6 +10,13 @@ use std::path::PathBuf;
 pub struct Tracer {
     dir: PathBuf,
     nr_cpus: usize,
+    /// The events enabled, as paths under events/.
+    events: Vec<String>,
+}
+
+/// An event's path under events/: a bare name is a sched event.
+fn event_path(ev: &str) -> String {
+    if ev.contains('/') { ev.to_string() } else { format!("sched/{ev}") }
 }
 
 const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
@@ -74,7 +81,8 @@ impl Tracer {
         Tracer::with_events(nr_cpus, &EVENTS, "exact per-switch data", true)
     }
 
-    /// Sets up the instance for `events`: of this thread and every thread
+    /// Sets up the instance for `events` (sched_switch, or a path under
+    /// events/ such as timer/hrtimer_expire_entry): of this thread and every thread
     /// or process it creates from now on (`follow_self`), or of the whole
     /// machine, as `trace-cmd record -e sched` records.
     pub fn with_events(nr_cpus: usize, events: &[&str], what: &str, follow_self: bool) -> Result<Tracer, String> {
@@ -82,7 +90,7 @@ impl Tracer {
         let dir = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create tracefs instance {} ({e}); run as root for {what}", dir.display()))?;
-        let t = Tracer { dir, nr_cpus };
+        let t = Tracer { dir, nr_cpus, events: events.iter().map(|e| event_path(e)).collect() };
         let set = |file: &str, value: &str| {
             std::fs::write(t.dir.join(file), value).map_err(|e| format!("tracefs {file}: {e}"))
         };
@@ -95,8 +103,8 @@ impl Tracer {
             // every thread it (and they) create.
             set("set_event_pid", &crate::sys::gettid().to_string())?;
         }
-        for ev in events {
-            set(&format!("events/sched/{ev}/enable"), "1")?;
+        for ev in &t.events {
+            set(&format!("events/{ev}/enable"), "1")?;
         }
         Ok(t)
     }
@@ -132,8 +140,8 @@ impl Tracer {
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.set_on(false);
-        for ev in RECORD_EVENTS {
-            let _ = std::fs::write(self.dir.join(format!("events/sched/{ev}/enable")), "0");
+        for ev in &self.events {
+            let _ = std::fs::write(self.dir.join(format!("events/{ev}/enable")), "0");
         }
         let _ = std::fs::remove_dir(&self.dir);
     }

@@ -62,8 +62,11 @@ struct Prog {
     loops: SmallVec<[(u32, u64); 2]>,
     /// CPU time left in the current burst.
     remaining: Nanos,
-    /// Part of `remaining` that is cache-cold penalty, not asked-for work.
+    /// Part of `remaining` that is a cost (cache-cold penalty, a fork, a
+    /// timer), not asked-for work.
     penalty: Nanos,
+    /// The clone() of the fork at `pc - 1` has been paid for.
+    fork_paid: bool,
     /// Next expiry of each of the task's timers (by slot).
     timer_next: Vec<Option<Nanos>>,
     sleep_epoch: u32,
@@ -128,9 +131,6 @@ pub fn task_rng(seed: u64, t: TaskId) -> Pcg64Mcg {
     Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1))
 }
 
-/// Spread of tick arrival times within one jiffy across CPUs.
-const TICK_JITTER_NS: u64 = 4_000;
-
 fn splitmix(seed: u64, a: u64, b: u64) -> u64 {
     // splitmix64 of (seed, a, b): cheap, stateless, deterministic.
     let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -139,8 +139,8 @@ fn splitmix(seed: u64, a: u64, b: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64) -> u64 {
-    splitmix(seed, cpu as u64, jiffy) % TICK_JITTER_NS
+fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64, max: Nanos) -> u64 {
+    if max == 0 { 0 } else { splitmix(seed, cpu as u64, jiffy) % max }
 }
 
 /// Where in the jiffy the workload starts: a real one starts at no
@@ -318,8 +318,11 @@ impl<'w> Engine<'w> {
         self.progs.push(Prog {
             pc: 0,
             loops: SmallVec::new(),
-            remaining: 0,
-            penalty: 0,
+            // A forked thread starts up before its program's first step;
+            // the workload's own tasks were started before the run.
+            remaining: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
+            penalty: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
+            fork_paid: false,
             timer_next: Vec::new(),
             sleep_epoch: 0,
             woke_at: None,
@@ -371,6 +374,14 @@ impl<'w> Engine<'w> {
                 if self.progs[t as usize].sleep_epoch == epoch
                     && self.sys.tasks[t as usize].state == TaskState::Sleeping
                 {
+                    // A timer's wakeup is late by its interrupt's delivery,
+                    // which its latency counts (as cyclictest's does), and
+                    // the task pays for the sleep and the wakeup's return.
+                    let costs = &self.w.machine.costs;
+                    let prog = &mut self.progs[t as usize];
+                    prog.woke_at.get_or_insert(self.sys.now.saturating_sub(costs.timer_latency));
+                    prog.remaining += costs.timer_wakeup;
+                    prog.penalty += costs.timer_wakeup;
                     self.wake(t, None, false);
                 }
             }
@@ -554,11 +565,11 @@ impl<'w> Engine<'w> {
         run.tick_epoch = run.tick_epoch.wrapping_add(1);
         // Ticks fall on jiffy boundaries on every CPU (sched_skew_tick=0),
         // but interrupts of one jiffy reach the CPUs in no fixed order: a
-        // seeded jitter of up to TICK_JITTER_NS keeps the CPU numbering from
+        // seeded jitter of up to costs.tick_jitter keeps the CPU numbering from
         // deciding who balances first.
         let phase = tick_phase(self.w.seed, tick);
         let jiffy = if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 };
-        let at = phase + jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy);
+        let at = phase + jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy, self.w.machine.costs.tick_jitter);
         let epoch = run.tick_epoch;
         self.push(at, Kind::Tick(cpu, epoch));
     }
@@ -682,6 +693,20 @@ impl<'w> Engine<'w> {
                     return;
                 }
                 Op::Fork(spec_id) => {
+                    let clone_cost = self.w.machine.costs.fork;
+                    if clone_cost > 0 && !prog.fork_paid {
+                        // clone() runs in the parent before the child is
+                        // runnable: pay for it, then take this step again.
+                        prog.fork_paid = true;
+                        prog.pc -= 1;
+                        prog.remaining += clone_cost;
+                        prog.penalty += clone_cost;
+                        let at = now + prog.remaining;
+                        let epoch = self.cpu_run[cpu as usize].epoch;
+                        self.push(at, Kind::BurstEnd(cpu, epoch));
+                        return;
+                    }
+                    prog.fork_paid = false;
                     if self.sys.tasks.len() as u64 >= self.opts.task_limit {
                         self.error =
                             Some(SimError::TooManyTasks { task: spec.name.clone(), limit: self.opts.task_limit });
@@ -749,7 +774,7 @@ impl<'w> Engine<'w> {
         prog.sleep_epoch = prog.sleep_epoch.wrapping_add(1);
         if let Some(at) = until {
             let epoch = prog.sleep_epoch;
-            self.push(at, Kind::Wake(t, epoch));
+            self.push(at + self.w.machine.costs.timer_latency, Kind::Wake(t, epoch));
         }
         self.take_sent_preemptions(cpu);
         self.schedule(cpu);

@@ -17,13 +17,45 @@ fn machine_cpus() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
+/// The largest input file read: the biggest real workloads (rt-app use
+/// cases, a TOML of thousands of tasks) are well under a megabyte, and a
+/// recorded trace of a minute on many CPUs is a few hundred.
+pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+
+/// Reads an input file (`what`: workload, trace) as text: a regular file of
+/// at most MAX_INPUT_BYTES. A device (/dev/zero), a FIFO with no writer or
+/// a directory is refused before anything is read, rather than read for
+/// ever or until memory runs out.
+pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, String> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {what} file {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file (a device, a FIFO or a directory): give the {what} as a file; to read a \
+             pipe, save it to a file first"
+        ));
+    }
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(format!(
+            "{shown} is {} MiB; schedlab reads {what} files of at most {} MiB: cut it to the part you need",
+            meta.len() >> 20,
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| format!("cannot read {what} file {shown}: {e}"))?;
+    Ok(text)
+}
+
 /// Reads `spec` with `ov` applied. Errors are one line naming the input
 /// and the fix.
 pub fn load(spec: &str, ov: &Overrides) -> Result<Loaded, String> {
     let path = std::path::Path::new(spec);
     let (text, origin) = if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read workload file {spec}: {e}"))?;
-        (text, spec.to_string())
+        (read_input_file(path, "workload")?, spec.to_string())
     } else if let Some(text) = scenarios::builtin(spec) {
         (text.to_string(), format!("scenarios/{spec}.toml"))
     } else if presets::is_preset(spec) {

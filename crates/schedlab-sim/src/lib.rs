@@ -1,6 +1,7 @@
 //! schedlab's simulator: workloads, the discrete-event engine, the
 //! interface scheduling policies implement, and the report every run fills.
 
+pub mod decisions;
 pub mod dist;
 pub mod engine;
 pub mod ftrace;

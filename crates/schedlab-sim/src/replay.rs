@@ -322,7 +322,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         conds: Vec::new(),
         barriers: Vec::new(),
     };
-    w.check_total_tasks().map_err(|m| err(0, m))?;
+    w.check_bounds().map_err(|m| err(0, m))?;
     Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
 }
 

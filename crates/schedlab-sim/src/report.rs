@@ -300,6 +300,9 @@ pub struct HostInfo {
     /// "cgroup v1 cpu controller", "cgroup v2" or why not.
     pub cgroups: String,
     pub notes: Vec<String>,
+    /// Placement decisions counted from the trace (runs with tracefs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<crate::decisions::Decisions>,
 }
 
 /// One task's raw figures, from which [`assemble`] builds the report.

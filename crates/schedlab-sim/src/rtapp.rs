@@ -874,6 +874,6 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         conds: conv.conds.items,
         barriers: conv.barriers,
     };
-    w.check_total_tasks().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
+    w.check_bounds().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
     Ok(w)
 }

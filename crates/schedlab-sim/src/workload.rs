@@ -254,7 +254,37 @@ pub struct Costs {
     pub idle_exit: Nanos,
     /// Cost of a system call that does not block (sched_yield).
     pub syscall: Nanos,
+    /// CPU time the forking task spends in clone() before the child is
+    /// runnable (wake_up_new_task is clone's last step).
+    pub fork: Nanos,
+    /// CPU time a new task spends before the first step of its program
+    /// (the thread library's start-up, the first touch of its stack).
+    pub thread_start: Nanos,
+    /// CPU time charged to a task for each timed sleep it wakes from: the
+    /// clock_nanosleep() call and the return from the timer's wakeup.
+    pub timer_wakeup: Nanos,
+    /// How late a timer wakes its task past the time it was set for (the
+    /// timer interrupt's delivery), before any idle exit.
+    pub timer_latency: Nanos,
+    /// Each tick arrives up to this much after its jiffy boundary (uniform,
+    /// seeded per CPU and jiffy): interrupts of one jiffy reach the CPUs in
+    /// no fixed order, and an emulated timer is more irregular still.
+    pub tick_jitter: Nanos,
 }
+
+/// The cost names `[machine] costs` and `--cost` take, in the order
+/// messages list them.
+pub const COST_NAMES: &[&str] = &[
+    "context_switch",
+    "migration",
+    "idle_exit",
+    "syscall",
+    "fork",
+    "thread_start",
+    "timer_wakeup",
+    "timer_latency",
+    "tick_jitter",
+];
 
 impl Costs {
     /// Replace one cost by the name `[machine] costs` gives it (`--cost`).
@@ -264,7 +294,12 @@ impl Costs {
             "migration" => &mut self.migration,
             "idle_exit" => &mut self.idle_exit,
             "syscall" => &mut self.syscall,
-            _ => return Err(format!("unknown cost '{name}': use context_switch, migration, idle_exit or syscall")),
+            "fork" => &mut self.fork,
+            "thread_start" => &mut self.thread_start,
+            "timer_wakeup" => &mut self.timer_wakeup,
+            "timer_latency" => &mut self.timer_latency,
+            "tick_jitter" => &mut self.tick_jitter,
+            _ => return Err(format!("unknown cost '{name}': use one of {}", COST_NAMES.join(", "))),
         };
         *slot = value;
         Ok(())
@@ -286,6 +321,14 @@ impl Default for Costs {
             migration: 10 * NSEC_PER_USEC,
             idle_exit: 5 * NSEC_PER_USEC,
             syscall: 300,
+            // What a fork, a thread's start and a timer cost on bare metal
+            // is small beside the bursts of the built-in scenarios and is
+            // not charged unless measured (`schedlab calibrate`).
+            fork: 0,
+            thread_start: 0,
+            timer_wakeup: 0,
+            timer_latency: 0,
+            tick_jitter: 4 * NSEC_PER_USEC,
         }
     }
 }
@@ -390,6 +433,11 @@ struct CostsFile {
     migration: Option<Dist>,
     idle_exit: Option<Dist>,
     syscall: Option<Dist>,
+    fork: Option<Dist>,
+    thread_start: Option<Dist>,
+    timer_wakeup: Option<Dist>,
+    timer_latency: Option<Dist>,
+    tick_jitter: Option<Dist>,
 }
 
 #[derive(Deserialize)]
@@ -488,6 +536,11 @@ impl Workload {
             migration: cost(&file.machine.costs.migration, defaults.migration),
             idle_exit: cost(&file.machine.costs.idle_exit, defaults.idle_exit),
             syscall: cost(&file.machine.costs.syscall, defaults.syscall),
+            fork: cost(&file.machine.costs.fork, defaults.fork),
+            thread_start: cost(&file.machine.costs.thread_start, defaults.thread_start),
+            timer_wakeup: cost(&file.machine.costs.timer_wakeup, defaults.timer_wakeup),
+            timer_latency: cost(&file.machine.costs.timer_latency, defaults.timer_latency),
+            tick_jitter: cost(&file.machine.costs.tick_jitter, defaults.tick_jitter),
         }
         .overridden(ov)?;
 
@@ -686,7 +739,7 @@ impl Workload {
             conds: Vec::new(),
             barriers: Vec::new(),
         };
-        w.check_total_tasks().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
+        w.check_bounds().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
         Ok(w)
     }
 
@@ -745,10 +798,22 @@ impl Workload {
         out
     }
 
-    /// Refuses a workload that starts more than MAX_TASKS tasks in all:
-    /// the count of one entry is bounded, but a file (or a trace) of many
-    /// entries could ask for any number.
-    pub fn check_total_tasks(&self) -> Result<(), String> {
+    /// Refuses a workload that starts more than MAX_TASKS tasks in all
+    /// (the count of one entry is bounded, but a file or a trace of many
+    /// entries could ask for any number), or whose names hold control
+    /// characters: they are printed to a terminal, where an escape sequence
+    /// would clear the screen or forge a line.
+    pub fn check_bounds(&self) -> Result<(), String> {
+        let names = std::iter::once(("workload", &self.name)).chain(self.tasks.iter().map(|t| ("task", &t.name)));
+        for (what, name) in names {
+            if name.chars().any(char::is_control) {
+                let shown: String = name.chars().take(40).collect();
+                return Err(format!(
+                    "{what} name '{}' holds control characters (a terminal would act on them): use printable ones",
+                    shown.escape_debug()
+                ));
+            }
+        }
         match self.initial_tasks() {
             n if n > MAX_TASKS => {
                 Err(format!("the workload starts {n} tasks: schedlab simulates at most {MAX_TASKS} at once"))
@@ -770,11 +835,42 @@ pub fn check_group_name(name: &str) -> Result<(), String> {
         return Err(format!(
             "group name '{}' must be 1 to 64 letters, digits, '_', '-' or '.' (not '.' or '..'): it names a cgroup \
              directory; nest groups with parent = \"NAME\"",
-            name.escape_debug()
+            name.chars().take(80).collect::<String>().escape_debug()
+        ));
+    }
+    // A cgroup directory's own files: a group so named would collide with
+    // one (mkdir says "File exists" and the run would go on ungrouped).
+    let prefix = name.split('.').next().unwrap_or(name);
+    if matches!(name, "tasks" | "notify_on_release" | "release_agent")
+        || (name.contains('.') && CGROUP_FILE_PREFIXES.contains(&prefix))
+    {
+        return Err(format!(
+            "group name '{name}' is the name of a cgroup control file (tasks, cgroup.*, cpu.*, memory.* and the \
+             like): choose another name"
         ));
     }
     Ok(())
 }
+
+/// The prefixes of cgroup v1 and v2 control files ("cpu.shares").
+const CGROUP_FILE_PREFIXES: &[&str] = &[
+    "cgroup",
+    "cpu",
+    "cpuacct",
+    "cpuset",
+    "memory",
+    "io",
+    "blkio",
+    "pids",
+    "devices",
+    "freezer",
+    "net_cls",
+    "net_prio",
+    "perf_event",
+    "hugetlb",
+    "rdma",
+    "misc",
+];
 
 /// The kernel's largest CFS bandwidth quota, in microseconds: MAX_BW
 /// (2^44 - 1) of kernel/sched/core.c.
@@ -989,10 +1085,27 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
     }
 
     #[test]
+    fn names_with_terminal_escapes_are_refused() {
+        let text = "name = \"\\u001b[2J\\u001b[31mPWNED\"\n[[task]]\nname = \"t\"\nprogram = [ { run = \"1ms\" } ]\n";
+        let err = Workload::from_toml(text, "x.toml", &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("workload name '\\u{1b}[2J") && err.contains("control characters"), "{err}");
+        let text = "[[task]]\nname = \"a\\u0007b\"\nprogram = [ { run = \"1ms\" } ]\n";
+        let err = Workload::from_toml(text, "x.toml", &Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("task name 'a\\u{7}b'"), "{err}");
+    }
+
+    #[test]
     fn group_names_are_one_plain_path_component() {
         for bad in ["", ".", "..", "a/b", "../x", "/etc", "a b", "x\0", &"g".repeat(65)] {
             assert!(check_group_name(bad).is_err(), "{bad:?} accepted");
         }
+        // Names of a cgroup directory's own files.
+        for bad in ["tasks", "cgroup.procs", "cpu.shares", "cpu.max", "memory.max", "release_agent"] {
+            let err = check_group_name(bad).unwrap_err();
+            assert!(err.contains("cgroup control file"), "{bad}: {err}");
+        }
+        // A 100 MB name is not echoed whole.
+        assert!(check_group_name(&"/".repeat(100_000_000)).unwrap_err().len() < 400);
         for good in ["web", "user-1", "tg_2.slice"] {
             check_group_name(good).unwrap();
         }

@@ -18,8 +18,9 @@
 //! Nothing is left behind: QEMU runs in its own process group with
 //! PR_SET_PDEATHSIG (it dies with schedlab, even on SIGKILL), is killed on
 //! Ctrl-C, SIGTERM, SIGHUP, a timeout or an error, and the temporary
-//! directory (`schedlab-vm-PID-*` under $TMPDIR) goes with it; one left by a
-//! run that was SIGKILLed is removed by the next run.
+//! directory (`schedlab-vm-PID-*` under $TMPDIR, marked as this run's) goes
+//! with it; one left by a run that was SIGKILLed is removed by the next run
+//! of any command (schedlab_host::leftovers).
 
 pub mod guest;
 pub mod initramfs;
@@ -153,18 +154,6 @@ fn check_kernel(kernel: &Path) -> Result<(), VmError> {
         )));
     }
     Ok(())
-}
-
-const TEMP_PREFIX: &str = "schedlab-vm-";
-
-/// Removes the temporary directories of runs whose process is gone (one
-/// that was SIGKILLed cannot clean up after itself), and says so.
-fn remove_stale(warnings: &mut Vec<String>) {
-    for (path, pid) in signals::stale_entries(&std::env::temp_dir(), TEMP_PREFIX) {
-        if std::fs::remove_dir_all(&path).is_ok() {
-            warnings.push(format!("removed {}, left by schedlab vm run {pid}, which was killed", path.display()));
-        }
-    }
 }
 
 /// A running QEMU, killed when dropped.
@@ -315,12 +304,15 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
     if opts.accel == Accel::Kvm && !kvm_usable() {
         return Err(VmError::Setup("/dev/kvm cannot be opened for reading and writing: use --accel tcg".into()));
     }
-    let mut warnings = Vec::new();
-    remove_stale(&mut warnings);
+    // What killed runs of any kind left (its module says how each is known
+    // to be schedlab's).
+    let mut warnings = schedlab_host::leftovers::sweep();
     let dir = tempfile::Builder::new()
-        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .prefix(&format!("{}{}-", schedlab_host::leftovers::VM_TEMP_PREFIX, std::process::id()))
         .tempdir()
         .map_err(|e| VmError::Setup(format!("cannot create a temporary directory: {e}")))?;
+    schedlab_host::leftovers::mark_vm_dir(dir.path())
+        .map_err(|e| VmError::Setup(format!("cannot write in {}: {e}", dir.path().display())))?;
     let initrd = dir.path().join("initrd.cpio");
     let exe = std::env::current_exe().map_err(|e| VmError::Setup(format!("cannot find schedlab's own binary: {e}")))?;
     initramfs::write(&initrd, &exe, &job.args, &job.files).map_err(VmError::Setup)?;
