@@ -1211,6 +1211,34 @@ mod tests {
             assert!(POLICIES.iter().any(|p| p.name == o.policy && p.kernel.is_some()), "{}", o.policy);
             assert!(!o.figure.contains('*') && !o.experiment.contains('*') && !o.policy.contains('*'));
         }
+        // bmq nice-hog's open entries hold while the nice 5 hog's share is
+        // unexplained, and go stale once the model agrees with the kernel.
+        let nice_hog = EXPERIMENTS.iter().find(|e| e.id == "nice-hog").unwrap();
+        let share = |v: f64| Figure { key: "share:nice5-hog".into(), of_share: v, ..fig(Kind::Share, v) };
+        let run = |v: f64| Figure { key: "run:nice5-hog".into(), ..fig(Kind::Time, v) };
+        let checked = |sim_share: f64, real: Vec<Figure>| Checked {
+            policy: POLICIES.iter().find(|p| p.name == "bmq").unwrap(),
+            kernel_file: PathBuf::new(),
+            rows: vec![Row {
+                exp: nice_hog,
+                sim: vec![share(sim_share), run(4_192_000.0)],
+                guest: vec![share(sim_share), run(4_175_000.0)],
+                real,
+                secs: 3.0,
+            }],
+            guest_costs: Vec::new(),
+            guest_notes: String::new(),
+            idle_min: 2.0,
+            idle_runs: 0,
+            real_runs: 0,
+            machine: String::new(),
+        };
+        assert!(stale_open_entries(&[checked(1.3, vec![share(0.0)])]).is_empty());
+        let agreed = checked(0.0, vec![share(0.0), run(4_192_000.0)]);
+        assert_eq!(
+            stale_open_entries(&[agreed]),
+            vec!["bmq nice-hog share:nice5-hog".to_string(), "bmq nice-hog run:nice5-hog".to_string()]
+        );
     }
 
     #[test]
