@@ -417,8 +417,11 @@ fn judge(kind: Kind, sim: Option<&Figure>, real: Option<&Figure>, secs: f64) -> 
         (_, None) => return ("not in the real runs".into(), Verdict::Outside),
     };
     let (sim, real) = (s.value, r.value);
-    if sim.is_nan() != real.is_nan() {
-        return ("missing on one side".into(), Verdict::Outside);
+    match (sim.is_nan(), real.is_nan()) {
+        // A percentage of no decisions on either side: nothing to differ.
+        (true, true) => return ("none on either side".into(), Verdict::Within),
+        (true, false) | (false, true) => return ("missing on one side".into(), Verdict::Outside),
+        (false, false) => {}
     }
     match kind {
         Kind::Share => {
@@ -1022,8 +1025,10 @@ const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs than the h
     than the task's last, new tasks placed on an idle CPU, and balancing moves (of a runnable task) that went \
     to an idle CPU. What a busy guest changes is how loaded the LLC looks (PELT follows the guest's slower \
     time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
-    binomial standard deviations of the real count.\n\n\
-    | experiment | figure | simulated | with the guest's costs | real (range) | sim/real | |\n\
+    binomial standard deviations of the real count.\n\n";
+
+/// The head of a policy's tables.
+const TABLE_HEAD: &str = "| experiment | figure | simulated | with the guest's costs | real (range) | sim/real | |\n\
     |---|---|---:|---:|---:|---:|---|\n";
 
 /// One experiment's rows of a policy's table.
@@ -1097,9 +1102,7 @@ fn policy_section(c: &Checked) -> (String, Tally, Vec<String>) {
     let _ = write!(
         t,
         "## {}: {}\n\nModel: {}. Kernel: {}. Host CPUs idle before the real runs: {}.\n\n\
-         The guest's costs (`schedlab calibrate` in a boot of this kernel): {}.\n\n\
-         | experiment | figure | simulated | with the guest's costs | real (range) | sim/real | |\n\
-         |---|---|---:|---:|---:|---:|---|\n",
+         The guest's costs (`schedlab calibrate` in a boot of this kernel): {}.\n\n{TABLE_HEAD}",
         c.policy.name,
         c.policy.kernel.map_or("-", |k| k.1),
         c.policy.source,
@@ -1120,6 +1123,7 @@ fn policy_section(c: &Checked) -> (String, Tally, Vec<String>) {
     }
     if c.rows.iter().any(|r| r.exp.figures.decisions) {
         t.push_str(DECISIONS_INTRO);
+        t.push_str(TABLE_HEAD);
         for row in c.rows.iter().filter(|r| r.exp.figures.decisions) {
             table_row(&mut t, c, row, &mut judged);
         }
@@ -1184,6 +1188,10 @@ mod tests {
         let f = fig(Kind::Time, 4_000_000.0);
         assert_eq!(judge(Kind::Time, Some(&f), None, 3.0), ("not in the real runs".into(), Verdict::Outside));
         assert_eq!(judge(Kind::Time, None, Some(&f), 3.0).1, Verdict::Outside);
+        // A percentage of no decisions: a flag when one side made some.
+        let (none, some) = (fig(Kind::Pct, f64::NAN), fig(Kind::Pct, 18.0));
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&some), 3.0).1, Verdict::Outside);
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&none), 3.0).1, Verdict::Within);
     }
 
     fn row(sim: f64, guest: f64, real: f64) -> Row {

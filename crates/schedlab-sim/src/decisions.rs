@@ -71,8 +71,8 @@ impl Decisions {
 pub struct DecisionCounter {
     /// LLC of each CPU the workload uses (None: not the workload's).
     llc: Vec<Option<u32>>,
-    /// What runs on each CPU: Some(0) the idle task; every CPU starts idle.
-    running: Vec<Option<u32>>,
+    /// What runs on each CPU: 0 the idle task; every CPU starts idle.
+    running: Vec<u32>,
     /// Balancing moves to each CPU not yet judged: the switch on that CPU
     /// that follows says whether it had anything left to run.
     pulled: Vec<u64>,
@@ -93,7 +93,7 @@ impl DecisionCounter {
         let n = llc.len();
         DecisionCounter {
             llc,
-            running: vec![Some(0); n],
+            running: vec![0; n],
             pulled: vec![0; n],
             pending: vec![false; n],
             last_cpu: HashMap::new(),
@@ -105,7 +105,7 @@ impl DecisionCounter {
     }
 
     fn idle(&self, cpu: usize) -> bool {
-        self.running.get(cpu) == Some(&Some(0)) && !self.pending[cpu]
+        self.running[cpu] == 0 && !self.pending[cpu]
     }
 
     fn other_idle_in_llc(&self, cpu: usize) -> bool {
@@ -134,7 +134,7 @@ impl DecisionCounter {
             self.counts.balance_to_idle += self.pulled[c];
         }
         self.pulled[c] = 0;
-        self.running[c] = Some(next);
+        self.running[c] = next;
         self.pending[c] = false;
     }
 
