@@ -25,6 +25,15 @@
 //! The original needs HZ_PERIODIC and ignores affinity when it picks a CPU;
 //! here CPU 0 balances only while it is busy (idle CPUs have no tick under
 //! NO_HZ), and affinity is respected.
+//!
+//! Audited line by line against bs.c and bs.h of baby-dl-5.14.patch
+//! (hamadmarri/Baby-CPU-Scheduler): calc_deadline, prio_factor, update_curr,
+//! enqueue_entity's renormalisation, the list and its pick (ties to the head),
+//! check_preempt_tick (resched unless the running task is strictly first),
+//! check_preempt_wakeup (after update_curr renews the running task's
+//! deadline), yield, select_task_rq_fair, newidle_balance, move_task and
+//! trigger_load_balance. The hrtick path (HRTICK off by default) is not
+//! modelled.
 
 use crate::common::{self, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
@@ -92,8 +101,11 @@ impl Baby {
         }
     }
 
+    /// pick_next_entity's scan: from the head (the most recently queued,
+    /// last here), replaced only by a strictly earlier deadline, so a tie
+    /// goes to the task queued last.
     fn earliest(&self, cpu: CpuId) -> Option<TaskId> {
-        self.lists[cpu as usize].iter().copied().min_by_key(|&t| self.tasks[t as usize].deadline)
+        self.lists[cpu as usize].iter().rev().copied().min_by_key(|&t| self.tasks[t as usize].deadline)
     }
 
     /// move_task: the first movable task from the list head (newest first).
@@ -107,10 +119,14 @@ impl Baby {
         self.tasks[t as usize].deadline = self.calc_deadline(sys, t);
         self.tasks[t as usize].last_cpu = Some(to);
         self.push(to, t);
+        // pull_from's check_preempt_curr.
         match self.curr[to as usize] {
             None => sys.resched(to),
-            Some(c) if self.tasks[t as usize].deadline < self.tasks[c as usize].deadline => sys.resched(to),
-            Some(_) => {}
+            Some(c) => {
+                if self.wakeup_preempt(sys, to, c, t) {
+                    sys.resched(to);
+                }
+            }
         }
         true
     }
@@ -192,8 +208,10 @@ impl Policy for Baby {
     }
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
+        // check_preempt_tick: the running task stays only when its deadline
+        // is strictly the earliest.
         if let Some(e) = self.earliest(cpu)
-            && self.tasks[e as usize].deadline < self.tasks[curr as usize].deadline
+            && self.tasks[e as usize].deadline <= self.tasks[curr as usize].deadline
         {
             sys.resched(cpu);
         }
@@ -207,6 +225,8 @@ impl Policy for Baby {
         if !matches!(wp, SchedPolicy::Normal | SchedPolicy::Iso) || sys.task(woken).nice > sys.task(curr).nice {
             return false;
         }
+        // update_curr renews the running task's deadline before the test.
+        self.tasks[curr as usize].deadline = self.calc_deadline(sys, curr);
         self.tasks[woken as usize].deadline < self.tasks[curr as usize].deadline
     }
 

@@ -173,7 +173,14 @@ pub(crate) struct VirtualDeadlines {
 
 impl VirtualDeadlines {
     /// `rr_interval` and `interactive` under `policy`'s name.
-    pub fn new(policy: &str, interactive_help: &'static str, w: &Workload) -> Result<VirtualDeadlines, String> {
+    /// `extra`: the policy's own tunables beside these (read back with
+    /// [`VirtualDeadlines::value`]).
+    pub fn new(
+        policy: &str,
+        interactive_help: &'static str,
+        extra: Vec<TunableSpec>,
+        w: &Workload,
+    ) -> Result<VirtualDeadlines, String> {
         let mut tun = vec![
             TunableSpec {
                 name: "rr_interval",
@@ -191,6 +198,7 @@ impl VirtualDeadlines {
                 help: "% of CPU SCHED_ISO tasks may use (over 5 s) before they run as SCHED_NORMAL",
             },
         ];
+        tun.extend(extra);
         common::apply_tunables(policy, &mut tun, &w.tunables)?;
         Ok(VirtualDeadlines {
             rr_interval: common::value_of(&tun, "rr_interval") as u64,
@@ -215,6 +223,10 @@ impl VirtualDeadlines {
 
     pub fn is_idleprio(sys: &Sys, t: TaskId) -> bool {
         sys.task(t).policy == SchedPolicy::Idle
+    }
+
+    pub fn value(&self, name: &str) -> i64 {
+        common::value_of(&self.tun, name)
     }
 
     pub fn iso_cpu(&self) -> i64 {
@@ -335,6 +347,7 @@ impl Bfs {
         let dl = VirtualDeadlines::new(
             "bfs",
             "1: pure deadline order; 0: bias against tasks whose cache is on another CPU",
+            Vec::new(),
             w,
         )?;
         let n = w.nr_cpus() as usize;

@@ -24,6 +24,12 @@ pub struct PolicyInfo {
     /// checked against by `schedlab validate`, and what that kernel is; None
     /// where no kernel of the scheduler can be booted.
     pub kernel: Option<(&'static str, &'static str)>,
+    /// Boot parameters that make that kernel run as the model's defaults
+    /// assume (`schedlab validate` boots it with them).
+    pub boot_args: &'static [&'static str],
+    /// For a policy without a bootable kernel: what its model was audited
+    /// against line by line (docs/schedulers.md lists what was checked).
+    pub audit: Option<&'static str>,
 }
 
 pub const POLICIES: &[PolicyInfo] = &[
@@ -33,6 +39,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "Linux 6.1.192 kernel/sched/fair.c",
         groups: true,
         kernel: Some(("cfs-6.1", "Linux 6.1.192")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "eevdf",
@@ -40,6 +48,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "Linux 6.12.117 kernel/sched/fair.c, features.h",
         groups: true,
         kernel: Some(("eevdf-6.12", "Linux 6.12.117")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "bore",
@@ -47,6 +57,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "BORE 6.5.5 on Linux 6.12.117 (patches/bore-6.12.patch)",
         groups: true,
         kernel: Some(("bore-6.12", "BORE 6.5.5 on Linux 6.12.117")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "bfs",
@@ -54,13 +66,18 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "BFS v0.512 (Con Kolivas, Linux 4.8)",
         groups: false,
         kernel: None,
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "muqss",
-        summary: "BFS deadlines on per-CPU skiplists, each pick looks at every runqueue",
-        source: "MuQSS v0.205 (Con Kolivas, Linux 5.12)",
+        summary: "BFS deadlines on skiplist runqueues (shared by an LLC's cores), each pick looks at every runqueue",
+        source: "MuQSS v0.205 (Con Kolivas, 5.10-ck1; patches/muqss-5.10.patch)",
         groups: false,
-        kernel: None,
+        kernel: Some(("muqss-5.10", "MuQSS v0.205 on Linux 5.10.262")),
+        // Built with RQ_NONE; the model's default is MuQSS's own (mc).
+        boot_args: &["rqshare=mc"],
+        audit: None,
     },
     PolicyInfo {
         name: "bmq",
@@ -68,6 +85,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "Project C v6.12-r1 BMQ (Alfred Chen; patches/prjc-6.12.patch)",
         groups: false,
         kernel: Some(("bmq-6.12", "Project C v6.12-r1 (BMQ) on Linux 6.12.117")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "pds",
@@ -75,24 +94,26 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "Project C v6.12-r1 PDS (Alfred Chen; patches/prjc-6.12.patch)",
         groups: false,
         kernel: Some(("pds-6.12", "Project C v6.12-r1 (PDS) on Linux 6.12.117")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "cacule",
         summary: "CFS ordered by a ULE interactivity score: the task that slept most relative to its run goes first",
-        source: "CacULE for Linux 5.14 (Hamad Al Marri, cacule-5.14.patch)",
+        source: "CacULE-cachy with RDB for Linux 6.1 (Hamad Al Marri; patches/cacule-6.1.patch)",
         groups: true,
-        // cacule-6.1 (patches/cacule-6.1.patch) is not built, and the model
-        // follows the 5.14 patch: nothing to check it against yet.
-        kernel: None,
+        kernel: Some(("cacule-6.1", "CacULE (RDB) v6.0 on Linux 6.1.192")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "tt",
         summary: "CFS with task types (realtime, interactive, CPU-bound, batch) and HRRN order, CFS balancer",
-        source: "TT for Linux 6.3 (Hamad Al Marri, tt-6.3.patch)",
+        source: "TT v6.1 (Hamad Al Marri; patches/tt-6.1.patch)",
         groups: false,
-        // tt-6.1 (patches/tt-6.1.patch) is not built, and the model follows
-        // the 6.3 patch: nothing to check it against yet.
-        kernel: None,
+        kernel: Some(("tt-6.1", "TT v6.1 on Linux 6.1.192")),
+        boot_args: &[],
+        audit: None,
     },
     PolicyInfo {
         name: "baby",
@@ -100,6 +121,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         source: "Baby (deadline) for Linux 5.14 (Hamad Al Marri)",
         groups: false,
         kernel: None,
+        boot_args: &[],
+        audit: Some("bs.c of baby-dl-5.14.patch (hamadmarri/Baby-CPU-Scheduler)"),
     },
 ];
 

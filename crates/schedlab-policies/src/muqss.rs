@@ -1,41 +1,61 @@
 //! MuQSS, the Multiple Queue Skiplist Scheduler, as in Con Kolivas's v0.205
-//! (Linux 5.12, kernel/sched/MuQSS.c): BFS's virtual deadlines on one
-//! skiplist runqueue per CPU.
+//! (5.10-ck1, kernel/sched/MuQSS.c; ../shared/kernels/patches/muqss-5.10.patch,
+//! the patch the muqss-5.10 kernel is built from): BFS's virtual deadlines
+//! on skiplist runqueues, one per CPU or shared by a group of CPUs.
 //!
 //! - Deadlines, slices and nice ratios are BFS's ([`crate::bfs`]):
 //!   niffies + prio_ratios[nice] x rr_interval, slices of rr_interval.
+//! - rqshare (boot parameter `rqshare=`, default MuQSS's Kconfig default
+//!   with SCHED_MC: mc): which CPUs share one runqueue, none, smt (SMT
+//!   siblings), mc and llc (the cores of an LLC: schedlab's topology has no
+//!   cluster below the LLC, so they are the same), smp and all (every CPU,
+//!   one node). A shared runqueue is one skiplist that every CPU of the
+//!   group takes from; each CPU keeps its own running task and load.
 //! - earliest_deadline_task: a CPU looks at every runqueue in cache-locality
-//!   order (its own first) and takes the task with the lowest key; a remote
-//!   queue must be strictly better to win. With `interactive` off it only
-//!   takes from a queue holding more tasks than the best seen so far.
+//!   order (rq_order: its own first, each shared runqueue once) and takes
+//!   the task with the lowest key; a remote queue must be strictly better to
+//!   win. With `interactive` off it only takes from a queue holding more
+//!   tasks than the best seen so far.
 //! - Slices end exactly with hrexpiry (a high-resolution timer), not at
 //!   the tick.
 //! - select_best_rq on wakeup: an idle CPU nearest the task's cache, else the
-//!   least loaded runqueue in locality order; try_preempt then walks CPUs in
-//!   locality order from there and preempts the first one whose running
-//!   task has a later deadline (or lower priority class).
+//!   CPU with the fewest tasks (rq->nr_running) in locality order;
+//!   try_preempt then walks CPUs in locality order from there and preempts
+//!   the first one whose running task has a later deadline (or lower
+//!   priority class); with `interactive` off it skips CPUs no busier than
+//!   the target.
 //!
-//! - SCHED_ISO: each runqueue keeps its own ISO CPU use (iso_ticks decays
-//!   by (ISO_PERIOD - 1) / ISO_PERIOD a tick, ISO_PERIOD = 5 s of ticks,
-//!   +100 a tick an ISO task runs); past sched_iso_cpu (70%) that runqueue
-//!   is refractory and queues SCHED_ISO tasks as normal ones until it falls
+//! - SCHED_ISO: each CPU keeps its own ISO CPU use (rq->iso_ticks, not
+//!   shared with the runqueue: iso_ticks decays by (ISO_PERIOD - 1) /
+//!   ISO_PERIOD a tick, ISO_PERIOD = 5 s of ticks, +100 a tick an ISO task
+//!   runs); past sched_iso_cpu (70%) that CPU is refractory and queues SCHED_ISO tasks as normal ones until it falls
 //!   under 90% of the limit ([`crate::bfs::IsoLimit`]).
 //!
 //! Left out: real-time tasks counting as ISO time (schedlab's rt class runs
 //! them outside the policy), the catch-up decay of a CPU that ticks while
-//! idle (NO_HZ idle CPUs do not tick here), SMT_NICE, the skiplist's level randomisation (a
-//! BTreeSet gives the same order), runqueue sharing (rqshare) options.
+//! idle (NO_HZ idle CPUs do not tick here), SMT_NICE, the skiplist's level
+//! randomisation (a BTreeSet gives the same order), and trylock_rq's
+//! failures (a CPU skips a remote runqueue whose lock another CPU holds at
+//! that instant; the simulation has no such instants).
 
 use crate::bfs::{IsoAction, IsoLimit, RESCHED_NS, VirtualDeadlines};
-use crate::common::{self, KeyedQueues, SliceTimers};
+use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
 const IDLEPRIO_KEY: u64 = 0xF000_0000_0000_0000;
 
+/// rqshare's levels, as the boot parameter names them.
+const RQSHARE: [&str; 6] = ["none", "smt", "mc", "llc", "smp", "all"];
+
 pub struct Muqss {
     dl: VirtualDeadlines,
-    /// One skiplist per CPU.
+    /// One skiplist per runqueue, filed under its first CPU.
     rqs: KeyedQueues,
+    /// The runqueue each CPU takes from and queues on (its leader CPU).
+    queue_of: Vec<CpuId>,
+    /// rq_order of each CPU: the distinct runqueues in locality order, its
+    /// own first (computed with the CPUs' order at the first task).
+    rq_order: Vec<Vec<CpuId>>,
     timers: SliceTimers,
     iso: Vec<IsoLimit>,
 }
@@ -45,25 +65,56 @@ impl Muqss {
         let dl = VirtualDeadlines::new(
             "muqss",
             "1: the earliest deadline of all runqueues; 0: only from busier runqueues",
+            vec![TunableSpec {
+                name: "rqshare",
+                value: 2,
+                min: 0,
+                max: 5,
+                help: "CPUs sharing a runqueue (boot parameter rqshare=): 0 none, 1 smt, 2 mc (default), 3 llc, \
+                       4 smp, 5 all",
+            }],
             w,
         )?;
         let n = w.nr_cpus();
+        let topo = &w.machine.topology;
+        let queue_of = (0..n)
+            .map(|c| match dl.value("rqshare") {
+                0 => c,
+                1 => topo.siblings(c).start,
+                2 | 3 => topo.llc_cpus(c).start,
+                _ => 0,
+            })
+            .collect();
         let iso = vec![IsoLimit::muqss(w.machine.hz, dl.iso_cpu()); n as usize];
-        Ok(Muqss { dl, rqs: KeyedQueues::new(n as usize), timers: SliceTimers::new(n, 1 << 56), iso })
+        Ok(Muqss {
+            dl,
+            rqs: KeyedQueues::new(n as usize),
+            queue_of,
+            rq_order: Vec::new(),
+            timers: SliceTimers::new(n, 1 << 56),
+            iso,
+        })
+    }
+
+    /// The boot parameter's name of an rqshare value.
+    pub fn rqshare_name(value: i64) -> &'static str {
+        RQSHARE.get(value as usize).copied().unwrap_or("?")
     }
 
     fn enqueue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+        // The ISO limit is the CPU's (rq->iso_ticks is not shared).
         self.dl.set_iso_prio(sys, t, !self.iso[cpu as usize].refractory);
-        self.rqs.insert(cpu, t, self.dl.key(sys, t, IDLEPRIO_KEY));
+        self.rqs.insert(self.queue_of[cpu as usize], t, self.dl.key(sys, t, IDLEPRIO_KEY));
     }
 
-    fn rq_load(&self, cpu: CpuId) -> usize {
-        self.rqs.len(cpu) + self.dl.curr[cpu as usize].is_some() as usize
+    /// rq_load: the CPU's rq->nr_running.
+    fn rq_load(sys: &Sys, cpu: CpuId) -> u32 {
+        sys.cpus[cpu as usize].nr_running
     }
 
     fn earliest_deadline_task(&self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
         let (mut best, mut best_key, mut best_entries) = (None, u64::MAX, 0usize);
-        for &other in &self.dl.order[cpu as usize] {
+        for &other in &self.rq_order[cpu as usize] {
             let entries = self.rqs.len(other);
             if entries == 0 || (!self.dl.interactive && entries <= best_entries) {
                 continue;
@@ -80,6 +131,18 @@ impl Muqss {
     }
 }
 
+/// rq_order: the runqueues of `order`'s CPUs, each once, in that order.
+fn rq_order(order: &[CpuId], queue_of: &[CpuId]) -> Vec<CpuId> {
+    let mut out: Vec<CpuId> = Vec::new();
+    for &c in order {
+        let q = queue_of[c as usize];
+        if !out.contains(&q) {
+            out.push(q);
+        }
+    }
+    out
+}
+
 impl Policy for Muqss {
     fn name(&self) -> &'static str {
         "muqss"
@@ -91,16 +154,19 @@ impl Policy for Muqss {
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
         self.dl.task_new(sys, t);
+        if self.rq_order.is_empty() {
+            self.rq_order = self.dl.order.iter().map(|order| rq_order(order, &self.queue_of)).collect();
+        }
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
         if let Some(c) = self.dl.best_idle(sys, t) {
             return c;
         }
-        let mut best = (prev, usize::MAX);
+        let mut best = (prev, u32::MAX);
         for &c in &self.dl.order[prev as usize] {
-            if sys.allowed(t, c) && self.rq_load(c) < best.1 {
-                best = (c, self.rq_load(c));
+            if sys.allowed(t, c) && Self::rq_load(sys, c) < best.1 {
+                best = (c, Self::rq_load(sys, c));
             }
         }
         best.0
@@ -171,7 +237,11 @@ impl Policy for Muqss {
             return false;
         }
         // try_preempt: the first CPU in locality order that p can preempt.
+        let this_entries = Self::rq_load(sys, cpu);
         for &c in &self.dl.order[cpu as usize] {
+            if !self.dl.interactive && c != cpu && Self::rq_load(sys, c) <= this_entries {
+                continue;
+            }
             if sys.allowed(woken, c) && self.dl.can_preempt(sys, woken, self.dl.rq_prio(sys, c)) {
                 if c == cpu {
                     return true;
@@ -207,6 +277,9 @@ impl Policy for Muqss {
 
     fn check_invariants(&self, sys: &Sys) -> Result<(), String> {
         for cpu in 0..self.rqs.nr_queues() as CpuId {
+            if self.queue_of[cpu as usize] != cpu && self.rqs.len(cpu) > 0 {
+                return Err(format!("muqss: CPU {cpu} shares a runqueue but its own queue holds tasks"));
+            }
             for (_, t) in self.rqs.iter(cpu) {
                 if sys.task(t).state != TaskState::Runnable {
                     return Err(format!("muqss: task {t} queued on CPU {cpu} is {:?}", sys.task(t).state));

@@ -208,6 +208,110 @@ program = [ { loop = "forever", body = [ { sleep = "8ms" }, { run = "2ms" } ] } 
 }
 
 #[test]
+fn cacule_switches_two_hogs_every_other_tick() {
+    // CacULE 6.1's cache and starvation scores: a waiting hog goes before
+    // the running one (0 + 2m) only once it has waited 6 ms, so at HZ=250
+    // two hogs on a CPU alternate every second tick: 8 ms runs, 125
+    // switches a second (the 5.14 model, without those scores, switched at
+    // every tick the waiter's interactivity score was lower).
+    let w = workload(
+        r#"
+duration = "4s"
+[machine]
+cpus = 1
+hz = 250
+[[task]]
+name = "hog"
+count = 2
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let r = run_checked(&w, "cacule");
+    assert_eq!(r.runtime_per_switch.p50 / 1_000_000, 8, "run/switch p50 {} ns", r.runtime_per_switch.p50);
+    let rate = r.totals.context_switches_per_sec;
+    assert!((120.0..=130.0).contains(&rate), "{rate:.1} switches/s");
+}
+
+#[test]
+fn rdb_pulls_the_waiting_hog_to_the_cpu_running_one() {
+    // Three hogs on two CPUs: RDB (no CFS balancer) lets the CPU with one
+    // task pull the other's waiting task at its balancing tick (every 5
+    // jiffies); the pulled task cannot move again until it has run, so the
+    // three take turns and share evenly. Project C, which never moves a
+    // running task's neighbour from a busy CPU, leaves 50/50/100.
+    let w = workload(
+        r#"
+duration = "10s"
+[machine]
+cpus = 2
+hz = 250
+[[task]]
+name = "hog"
+count = 3
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let r = run_checked(&w, "cacule");
+    assert_conservation(&r);
+    let moves = extra(&r, "rdb_migrations").expect("rdb_migrations");
+    assert!(moves > 100.0, "{moves} RDB moves in 10 s");
+    assert_eq!(moves as u64, r.totals.migrations, "every migration is RDB's");
+    let spec = &r.specs[0];
+    assert!(spec.cpu_share_max_pct - spec.cpu_share_min_pct < 5.0, "{spec:?}");
+    // With RDB_INTERVAL past the run, nothing balances a busy CPU: one hog
+    // keeps a CPU to itself.
+    let mut w = w.clone();
+    w.tunables.insert("RDB_INTERVAL".into(), 1_000_000);
+    let r = run_checked(&w, "cacule");
+    let spec = &r.specs[0];
+    assert!(spec.cpu_share_max_pct > 95.0, "{spec:?}");
+}
+
+#[test]
+fn muqss_is_validated_on_its_default_runqueue_sharing() {
+    // validate boots muqss-5.10 (built rqshare=none) with the boot
+    // parameter that matches the model's default.
+    let w = workload(NICE);
+    let p = schedlab_policies::build("muqss", &w).unwrap();
+    let rqshare = p.tunables().into_iter().find(|t| t.name == "rqshare").expect("rqshare tunable");
+    let info = schedlab_policies::POLICIES.iter().find(|p| p.name == "muqss").unwrap();
+    let name = schedlab_policies::muqss::Muqss::rqshare_name(rqshare.value);
+    assert_eq!(name, "mc");
+    assert_eq!(info.boot_args, [format!("rqshare={name}").as_str()]);
+}
+
+#[test]
+fn muqss_cpus_sharing_a_runqueue_take_from_one_skiplist() {
+    // Two tasks pinned to CPU 0 and a hog free to run anywhere, on two
+    // CPUs. Sharing one runqueue (mc), CPU 1 takes the free hog whenever
+    // it is queued; with a runqueue each (none) the same, by looking at
+    // CPU 0's. Either way CPU 1 runs only the free hog, and the pinned
+    // two split CPU 0.
+    for rqshare in [0, 2] {
+        let mut w = workload(
+            r#"
+duration = "3s"
+[machine]
+cpus = 2
+[[task]]
+name = "pinned"
+count = 2
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "free"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+        );
+        w.tunables.insert("rqshare".into(), rqshare);
+        let r = run_checked(&w, "muqss");
+        assert_conservation(&r);
+        assert!(share_of(&r, "free") > 90.0, "rqshare {rqshare}: free {}", share_of(&r, "free"));
+        assert!((45.0..=55.0).contains(&share_of(&r, "pinned")), "rqshare {rqshare}");
+    }
+}
+
+#[test]
 fn cacule_and_tt_order_nice_levels() {
     let w = workload(NICE);
     // CacULE: vruntime is weighted, so a nice-5 hog's score rises 3x

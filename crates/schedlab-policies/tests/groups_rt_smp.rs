@@ -15,7 +15,11 @@ fn groups_isolate_a_lone_hog_from_a_thousand() {
         let (g, f) = (share_of(&grouped, "b-hog"), share_of(&flat, "b-hog"));
         assert!(f < 5.0, "{}: without groups it gets {f:.1}%", p.name);
         if p.groups {
-            assert!(g > 90.0, "{}: with groups the lone hog gets {g:.1}%", p.name);
+            // CacULE orders group entities by score, not weight: the
+            // weight only slows the group's weighted vruntime, and the
+            // starvation score hands the other group a tick every 28 ms.
+            let floor = if p.name == "cacule" { 80.0 } else { 90.0 };
+            assert!(g > floor, "{}: with groups the lone hog gets {g:.1}%", p.name);
             assert!(grouped.absent.is_empty(), "{}: {:?}", p.name, grouped.absent);
         } else {
             // No cpu controller: the groups are ignored, and the report says so.
@@ -430,6 +434,23 @@ impl schedlab_sim::Observer for StrandedIdle {
 }
 
 #[test]
+fn under_rdb_an_idle_cpu_waits_for_the_busy_cpus_push() {
+    // cacule's RDB has no NO_HZ idle balancing: work waiting beside an idle
+    // CPU moves when the busy CPU's balancing tick (every RDB_INTERVAL =
+    // 5 jiffies) pushes it, or when another CPU goes idle. Never longer.
+    let w = make_j(2);
+    let mut obs = StrandedIdle::default();
+    let policy = schedlab_policies::build("cacule", &w).unwrap();
+    schedlab_sim::Engine::new(&w, policy, Default::default()).with_observer(&mut obs).run().unwrap();
+    assert!(obs.longest <= 24 * NSEC_PER_MSEC, "a CPU sat idle {} us beside waiting work", obs.longest / 1000);
+    assert!(
+        obs.longest > 12 * NSEC_PER_MSEC,
+        "RDB waited at most {} us: more eager than its interval",
+        obs.longest / 1000
+    );
+}
+
+#[test]
 fn an_idle_cpu_balances_at_its_idle_interval_not_the_busy_one() {
     // make -j2 on 2 CPUs: when a job's fork preempts on one CPU as make
     // sleeps on the other, the preempted job waits, cache hot, and the
@@ -438,7 +459,7 @@ fn an_idle_cpu_balances_at_its_idle_interval_not_the_busy_one() {
     // kicked from the busy CPU's tick. Its last balance was while it was
     // busy; taking that balance's 16x busy interval kept the CPU idle for
     // up to 66 ms.
-    for sched in ["cfs", "eevdf", "bore", "tt", "cacule"] {
+    for sched in ["cfs", "eevdf", "bore", "tt"] {
         let w = make_j(2);
         let mut obs = StrandedIdle::default();
         let policy = schedlab_policies::build(sched, &w).unwrap();

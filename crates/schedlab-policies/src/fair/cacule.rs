@@ -1,29 +1,51 @@
-//! CacULE, Hamad Al Marri's interactivity-score scheduler, as in CacULE 5.14
-//! (hamadmarri/cacule-cpu-scheduler, patches/CacULE/v5.14/cacule-5.14.patch),
-//! on top of [`super::Fair`]'s CFS.
+//! CacULE, Hamad Al Marri's interactivity-score scheduler, as in the
+//! CacULE-cachy patch for Linux 6.1 (CachyOS, 12 Dec 2022;
+//! ../shared/kernels/patches/cacule-6.1.patch, banner "CacULE CPU scheduler
+//! (RDB) v6.0"), built with CONFIG_CACULE_SCHED and CONFIG_CACULE_RDB as the
+//! cacule-6.1 kernel is, on top of [`super::Fair`]'s CFS. Its balancer is in
+//! [`super::rdb`].
 //!
 //! Each entity carries its own vruntime (weighted CPU time, never placed
-//! or normalised) and the time it was born. Its interactivity score is
-//! FreeBSD ULE's with m = sched_interactivity_factor: with life l, run r
-//! (that vruntime) and sleep s = l - r (every moment not run, waiting
-//! included), score = m / (s / r) when s >= r, else 2m - m / (r / s), in
-//! integer division; lower is more interactive. The cfs_rq is a list with
-//! new entries at the head; pick_next_entity scans it for the strictly
-//! lowest score (a tie keeps the entry nearer the head) and keeps the
-//! running entity only if it scores strictly lower. The tick reschedules
-//! whenever that pick is not the running entity, a waking entity preempts
-//! one scoring higher, and a yield marks the vruntime's top bit until the
-//! next pick. When an entity's life passes sched_max_lifetime_ms (in 2^20
-//! ns "ms"), life is halved and vruntime rescaled to keep the ratio.
+//! or normalised), the time it was born, and when it last ran. Which of two
+//! entities goes first (entity_before) is decided by the sum of three
+//! scores, lower first:
+//! - interactivity, FreeBSD ULE's with m = sched_interactivity_factor
+//!   (65536): with life l, run r (that vruntime) and sleep s = l - r (every
+//!   moment not run, waiting included), m / (s / r) when s >= r, else
+//!   2m - m / (r / s), in integer division;
+//! - cache (sched_cache_factor 13107 over sched_cache_divisor 1 ms): with p
+//!   the time since the entity's exec_start, m / (1 ms / p) up to 1 ms, then
+//!   2m - m / (p / 1 ms): a task that ran a moment ago is cache-hot and
+//!   scores low; the running entity scores 0;
+//! - starvation (sched_starve_factor 19660 over sched_starve_divisor 3 ms):
+//!   with w the time since it last ran, 2m - m / (3 ms / w) up to 3 ms, then
+//!   m / (w / 3 ms): the longer it waited, the lower; the running entity
+//!   scores the maximum 2m.
+//!
+//! So a waiting CPU hog overtakes the running one only once it has waited
+//! 6 ms (its cache and starvation scores fall below the runner's 2m), and a
+//! CPU shared by two hogs switches every other 4 ms tick. SCHED_IDLE
+//! entities always go after normal ones. The cfs_rq is a list with new
+//! entries at the head; pick_next_entity scans it for the strictly lowest
+//! sum (a tie keeps the entry nearer the head) and keeps the running entity
+//! only if it scores strictly lower. The tick reschedules whenever that pick
+//! is not the running entity, a waking entity preempts one scoring higher,
+//! and a yield marks the vruntime's top bit until the next pick. When an
+//! entity's life passes sched_max_lifetime_ms (11000, in 2^20 ns "ms"),
+//! life is halved and vruntime rescaled to keep the ratio.
 //!
 //! What CacULE removes from CFS is removed here too: place_entity and
 //! min_vruntime, the skip/next/last buddies, wake_affine/wake_wide (a
-//! waking task goes to select_idle_sibling around its previous CPU), and
-//! the avg_idle gate of new-idle balancing; sysctl_sched_migration_cost is
-//! 0.2 ms. The RDB ("response driven balancer") variant is not modelled.
-//! The wakeup's idle scan is not cut: 5.14 has SIS_PROP (a depth from
-//! avg_idle and the measured scan cost, neither modelled), not 6.0's
-//! SIS_UTIL.
+//! waking task goes to select_idle_sibling around its previous CPU), SIS_UTIL
+//! (SIS_PROP is on instead: its depth from avg_idle and the scan cost is not
+//! modelled, and it scans at least 4 CPUs, so LLCs of up to 4 CPUs are exact)
+//! and the whole CFS load balancer (RDB replaces it). A migrated entity's
+//! exec_start is 0 until it runs (6.1.y's ENQUEUE_MIGRATED), which makes it
+//! cache-cold and, for RDB, not movable again.
+//!
+//! Left out: RDB compiles out update_blocked_averages, so an idle CPU's
+//! blocked load never decays, which only find_idlest_cpu (fork placement)
+//! reads; the model's PELT decays it as CFS does.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use schedlab_sim::{Nanos, Tunable};
@@ -31,23 +53,51 @@ use std::collections::BTreeMap;
 
 const YIELD_MARK: u64 = 1 << 63;
 
-/// CacULE's sysctls; the interactivity factor defaults to the code's 32768
-/// (the patch's documentation still says 10).
+/// CacULE's sysctls (kernel/sysctl.c of the patch) and RDB's Kconfig
+/// interval.
 fn table() -> Vec<TunableSpec> {
     vec![
         TunableSpec {
             name: "sched_interactivity_factor",
-            value: 32768,
+            value: 65536,
             min: 1,
             max: i32::MAX as i64,
             help: "m of the ULE score: scores run 0..2m, below m the task slept more than it ran",
         },
         TunableSpec {
             name: "sched_max_lifetime_ms",
-            value: 22000,
+            value: 11000,
             min: 1,
             max: 1 << 23,
             help: "life (in 2^20 ns units) after which life is halved and vruntime rescaled",
+        },
+        TunableSpec {
+            name: "sched_cache_factor",
+            value: 13107,
+            min: 0,
+            max: i32::MAX as i64,
+            help: "m of the cache score (0 turns it off): 0 for the running task, up to 2m for one long off the CPU",
+        },
+        TunableSpec {
+            name: "sched_cache_divisor",
+            value: 1_000_000,
+            min: 1,
+            max: i32::MAX as i64,
+            help: "ns off the CPU at which the cache score reaches m",
+        },
+        TunableSpec {
+            name: "sched_starve_factor",
+            value: 19660,
+            min: 0,
+            max: i32::MAX as i64,
+            help: "m of the starvation score (0 turns it off): 2m for the running task, falling as a task waits",
+        },
+        TunableSpec {
+            name: "sched_starve_divisor",
+            value: 3_000_000,
+            min: 1,
+            max: i32::MAX as i64,
+            help: "ns of waiting at which the starvation score falls to m",
         },
         TunableSpec {
             name: "sched_cacule_yield",
@@ -56,17 +106,25 @@ fn table() -> Vec<TunableSpec> {
             max: 1,
             help: "1: sched_yield() makes the task least interactive until the next pick",
         },
+        TunableSpec {
+            name: "RDB_INTERVAL",
+            value: 19,
+            min: 0,
+            max: 1_000_000,
+            help: "CONFIG_RDB_INTERVAL: ms between a busy CPU's RDB balancing ticks (0: every tick)",
+        },
     ]
 }
 
 /// CFS names CacULE has no use for; setting one is an error, not a no-op.
-const REMOVED: [&str; 6] = [
+const REMOVED: [&str; 7] = [
     "sched_wakeup_granularity_ns",
     "sched_child_runs_first",
     "GENTLE_FAIR_SLEEPERS",
     "START_DEBIT",
     "NEXT_BUDDY",
     "LAST_BUDDY",
+    "SIS_UTIL",
 ];
 
 #[derive(Clone, Debug)]
@@ -74,7 +132,12 @@ pub struct CaculeTunables {
     table: Vec<TunableSpec>,
     pub interactivity_factor: u64,
     pub max_lifetime_ms: u64,
+    pub cache_factor: u64,
+    pub cache_divisor: u64,
+    pub starve_factor: u64,
+    pub starve_divisor: u64,
     pub yield_mark: bool,
+    pub rdb_interval_ms: u64,
 }
 
 impl CaculeTunables {
@@ -82,17 +145,24 @@ impl CaculeTunables {
     pub fn take(set: &mut BTreeMap<String, i64>) -> Result<CaculeTunables, String> {
         if let Some(name) = REMOVED.iter().find(|n| set.contains_key(**n)) {
             return Err(format!(
-                "{name} does not exist under cacule: CacULE removes place_entity, the buddies and the wakeup \
-                 granularity; use sched_interactivity_factor or sched_max_lifetime_ms"
+                "{name} does not exist under cacule: CacULE removes place_entity, the buddies, the wakeup \
+                 granularity and SIS_UTIL; use sched_interactivity_factor, sched_cache_factor or \
+                 sched_starve_factor"
             ));
         }
         let mut table = table();
         let mine = take_own(&table, set);
         apply_tunables("cacule", &mut table, &mine)?;
+        let v = |name| value_of(&table, name) as u64;
         Ok(CaculeTunables {
-            interactivity_factor: value_of(&table, "sched_interactivity_factor") as u64,
-            max_lifetime_ms: value_of(&table, "sched_max_lifetime_ms") as u64,
-            yield_mark: value_of(&table, "sched_cacule_yield") != 0,
+            interactivity_factor: v("sched_interactivity_factor"),
+            max_lifetime_ms: v("sched_max_lifetime_ms"),
+            cache_factor: v("sched_cache_factor"),
+            cache_divisor: v("sched_cache_divisor"),
+            starve_factor: v("sched_starve_factor"),
+            starve_divisor: v("sched_starve_divisor"),
+            yield_mark: v("sched_cacule_yield") != 0,
+            rdb_interval_ms: v("RDB_INTERVAL"),
             table,
         })
     }
@@ -106,26 +176,86 @@ impl CaculeTunables {
     }
 }
 
-/// A cacule_node: the entity's own vruntime and birth time.
+/// A cacule_node, with the entity's exec_start beside it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Node {
     pub vruntime: u64,
     pub start_time: Nanos,
+    /// When it last ran (update_curr, set_next_entity).
+    pub last_run: Nanos,
+    /// se->exec_start: as last_run, but 0 after a migration until it runs.
+    pub exec_start: Nanos,
+    /// A SCHED_IDLE task's (cn_has_idle_policy); never a group entity's.
+    pub idle: bool,
+}
+
+/// ULE's two-sided ratio score of `x` against `div`, as calc_cache_score
+/// (rising with x) computes it; calc_starve_score is its mirror.
+fn rising(m: u64, div: u64, x: u64) -> u64 {
+    if div >= x { m / (div / x) } else { 2 * m - m / (x / div) }
 }
 
 impl Node {
+    /// A task's node at wake_up_new_task: born now, never run.
+    pub fn born(now: Nanos, idle: bool) -> Node {
+        Node { vruntime: 0, start_time: now, last_run: 0, exec_start: 0, idle }
+    }
+
     /// calc_interactivity: 0..2m, lower is more interactive.
     pub fn score(&self, now: Nanos, m: u64) -> u64 {
-        let life = now.saturating_sub(self.start_time);
+        let life = now.wrapping_sub(self.start_time);
         let vr = self.vruntime | 1;
         let sleep = if life > vr { (life - vr) | 1 } else { 1 };
         if sleep >= vr { m / (sleep / vr) } else { 2 * m - m / (vr / sleep) }
     }
 
-    /// update_curr's share: weighted run time, then normalize_lifetime.
+    /// calc_cache_score: 0 for the running entity.
+    pub fn cache_score(&self, now: Nanos, running: bool, t: &CaculeTunables) -> u64 {
+        if t.cache_factor == 0 || running {
+            return 0;
+        }
+        rising(t.cache_factor, t.cache_divisor, now.wrapping_sub(self.exec_start) | 1)
+    }
+
+    /// calc_starve_score: 2m for the running entity.
+    pub fn starve_score(&self, now: Nanos, running: bool, t: &CaculeTunables) -> u64 {
+        if t.starve_factor == 0 {
+            return 0;
+        }
+        let m = t.starve_factor;
+        if running {
+            return 2 * m;
+        }
+        let waited = now.wrapping_sub(self.last_run) | 1;
+        2 * m - rising(m, t.starve_divisor, waited)
+    }
+
+    /// What entity_before compares: whether it is SCHED_IDLE, and the sum
+    /// of the three scores as the kernel's unsigned int.
+    pub fn key(&self, now: Nanos, running: bool, t: &CaculeTunables) -> (bool, u32) {
+        (self.idle, self.total(now, running, t))
+    }
+
+    /// The sum of the three scores, as the kernel's unsigned int.
+    pub fn total(&self, now: Nanos, running: bool, t: &CaculeTunables) -> u32 {
+        (self.score(now, t.interactivity_factor)
+            + self.cache_score(now, running, t)
+            + self.starve_score(now, running, t)) as u32
+    }
+
+    /// update_curr's share: weighted run time, the run stamps, then
+    /// normalize_lifetime.
     pub fn charge(&mut self, now: Nanos, delta_fair: u64, t: &CaculeTunables) {
+        self.last_run = now;
+        self.exec_start = now;
         self.vruntime = self.vruntime.wrapping_add(delta_fair);
         normalize_lifetime(now, &mut self.start_time, &mut self.vruntime, t.max_lifetime_ms, false);
+    }
+
+    /// set_next_entity (update_stats_curr_start).
+    pub fn start_run(&mut self, now: Nanos) {
+        self.last_run = now;
+        self.exec_start = now;
     }
 
     pub fn mark_yield(&mut self) {
@@ -134,6 +264,17 @@ impl Node {
 
     pub fn unmark_yield(&mut self) {
         self.vruntime &= !YIELD_MARK;
+    }
+}
+
+/// entity_before(now, a, b) == 1: b goes before a. `idle` is whether each is
+/// a SCHED_IDLE task; the scores are compared as the kernel's int
+/// difference of two unsigned ints.
+pub fn before(a: (bool, u32), b: (bool, u32)) -> bool {
+    match (a.0, b.0) {
+        (false, true) => false,
+        (true, false) => true,
+        _ => (b.1.wrapping_sub(a.1) as i32) < 0,
     }
 }
 
@@ -165,11 +306,11 @@ pub(super) fn normalize_lifetime(
 mod tests {
     use super::*;
 
-    const M: u64 = 32768;
+    const M: u64 = 65536;
 
     #[test]
     fn score_follows_ule() {
-        let n = |life: u64, run: u64| Node { vruntime: run, start_time: 0 }.score(life, M);
+        let n = |life: u64, run: u64| Node { vruntime: run, ..Node::default() }.score(life, M);
         // Slept 9x what it ran; the "| 1" on both sides floors the ratio to 8.
         assert_eq!(n(10_000_000, 1_000_000), M / 8);
         assert_eq!(n(10_000_010, 1_000_001), M / 9);
@@ -183,7 +324,7 @@ mod tests {
 
     #[test]
     fn yield_mark_makes_the_least_interactive_score() {
-        let mut a = Node { vruntime: 1_000_000, start_time: 0 };
+        let mut a = Node { vruntime: 1_000_000, ..Node::default() };
         let fresh = a.score(50_000_000, M);
         a.mark_yield();
         assert!(a.score(50_000_000, M) > fresh);
@@ -195,8 +336,8 @@ mod tests {
     #[test]
     fn lifetime_normalisation_halves_life_and_keeps_the_ratio() {
         let t = CaculeTunables::take(&mut BTreeMap::new()).unwrap();
-        let max_life = 22000u64 << 20;
-        let mut a = Node { vruntime: max_life / 4, start_time: 0 };
+        let max_life = 11000u64 << 20;
+        let mut a = Node { vruntime: max_life / 4, ..Node::default() };
         let before = a.score(max_life, M);
         a.charge(max_life + 1, 0, &t);
         assert_eq!(a.start_time, max_life + 1 - max_life / 2);
@@ -205,9 +346,33 @@ mod tests {
     }
 
     #[test]
+    fn a_waiting_hog_overtakes_the_running_one_after_six_ms() {
+        // Two hogs of the same interactivity: the waiter's cache and
+        // starvation scores against the runner's 0 + 2m. At 4 ms (one tick)
+        // the waiter still loses, at 5 ms too (5 ms / 3 ms floors to 1), at
+        // 6 ms it wins.
+        let t = CaculeTunables::take(&mut BTreeMap::new()).unwrap();
+        let ms = 1_000_000u64;
+        let runner = Node { vruntime: 50 * ms, ..Node::default() };
+        let waiter_for =
+            |w: u64| Node { vruntime: 50 * ms, last_run: 100 * ms - w, exec_start: 100 * ms - w, ..Node::default() };
+        let now = 100 * ms;
+        let run = (false, runner.total(now, true, &t));
+        for (waited, wins) in [(ms, false), (4 * ms, false), (5 * ms, false), (6 * ms, true), (8 * ms, true)] {
+            let w = (false, waiter_for(waited).total(now, false, &t));
+            assert_eq!(before(run, w), wins, "waited {waited}: runner {run:?}, waiter {w:?}");
+        }
+        // A SCHED_IDLE waiter never goes first; a normal one before an idle runner.
+        assert!(!before(run, (true, 0)));
+        assert!(before((true, u32::MAX), (false, u32::MAX)));
+    }
+
+    #[test]
     fn removed_cfs_names_are_refused() {
         let mut set = BTreeMap::from([("START_DEBIT".to_string(), 1)]);
         assert!(CaculeTunables::take(&mut set).unwrap_err().contains("removes place_entity"));
+        let mut set = BTreeMap::from([("SIS_UTIL".to_string(), 1)]);
+        assert!(CaculeTunables::take(&mut set).is_err());
         let mut set = BTreeMap::from([("sched_interactivity_factor".to_string(), 50), ("sched_latency_ns".into(), 1)]);
         let t = CaculeTunables::take(&mut set).unwrap();
         assert_eq!(t.interactivity_factor, 50);

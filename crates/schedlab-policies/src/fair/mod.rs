@@ -31,6 +31,7 @@
 
 mod bore;
 mod cacule;
+mod rdb;
 mod tree;
 mod tt;
 mod tunables;
@@ -166,6 +167,8 @@ pub struct Fair {
     /// CacULE on top of CFS, when built as `cacule`: a node per entity.
     cacule: Option<CaculeTunables>,
     cnodes: Vec<cacule::Node>,
+    /// CacULE's balancer, which replaces CFS's (see [`rdb`]).
+    rdb: Option<rdb::Rdb>,
     /// TT on top of CFS, when built as `tt`: a node per task entity, the
     /// dedicated CPU-bound task per CPU, and the last update_curr per task
     /// (time, delta) for the burst shift at sleep.
@@ -214,16 +217,16 @@ impl Fair {
         let mut set = w.tunables.clone();
         let c = CaculeTunables::take(&mut set)?;
         Self::refuse_unknown("cacule", w, &c.list(), CaculeTunables::hides)?;
+        let c_interval = c.rdb_interval_ms;
         let own_cost = set.contains_key("migration_cost_ns");
         let mut f = Self::with_tunables(Variant::Cfs, w, &set)?;
         f.cacule = Some(c);
         if !own_cost {
             f.tun.migration_cost_ns = 200_000;
         }
-        // Its 5.14 base predates SIS_UTIL (6.0).
-        if !set.contains_key("SIS_UTIL") {
-            f.tun.features.sis_util = false;
-        }
+        // The patch takes SIS_UTIL out (SIS_PROP is back on).
+        f.tun.features.sis_util = false;
+        f.rdb = Some(rdb::Rdb::new(w, c_interval));
         f.lb = Some(Balancer::new(
             &w.machine.topology,
             LbTunables {
@@ -337,6 +340,7 @@ impl Fair {
             children: Vec::new(),
             cacule: None,
             cnodes: Vec::new(),
+            rdb: None,
             tt: None,
             tnodes: Vec::new(),
             dedicated: Vec::new(),
@@ -835,6 +839,11 @@ impl Fair {
             }
             let change = node.enqueue(sys.now, how == Enqueue::Wakeup, old != target);
             self.tt_type_changed(cpu, t, change);
+        }
+        if old != target && self.cacule.is_some() {
+            // ENQUEUE_MIGRATED (6.1.y's activate_task sets it on every
+            // migration): cache-cold, and not movable by RDB until it runs.
+            self.cnodes[se as usize].exec_start = 0;
         }
         if old != target {
             if self.variant == Variant::Cfs && how != Enqueue::New && self.cacule.is_none() {
@@ -1545,7 +1554,7 @@ impl Policy for Fair {
         self.wakees.task_new(sys, t);
         if self.cacule.is_some() {
             // wake_up_new_task stamps cacule_start_time.
-            self.cnodes.push(cacule::Node { vruntime: 0, start_time: sys.now });
+            self.cnodes.push(cacule::Node::born(sys.now, sys.task(t).policy == SchedPolicy::Idle));
         }
         if self.tt.is_some() {
             // TT has no group entities: one node per entity, in order.
@@ -1613,6 +1622,9 @@ impl Policy for Fair {
             self.burst[t as usize].futex_waiting = how == Enqueue::Wakeup && sys.task(t).futex_wait;
         }
         self.enqueue_task(sys, cpu, t, how);
+        if self.rdb.is_some() {
+            self.rdb_update_is(sys, cpu);
+        }
     }
 
     fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
@@ -1654,6 +1666,9 @@ impl Policy for Fair {
         }
         self.dequeue_task_entities(se, true);
         self.pelt_task(sys, t, false);
+        if self.rdb.is_some() {
+            self.rdb_update_is(sys, cpu);
+        }
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
@@ -1721,6 +1736,19 @@ impl Policy for Fair {
             }
             self.cpu_util[cpu as usize].set(sys.now, 1024, 1);
             self.hrtick_start(sys, cpu, n);
+        }
+        if self.rdb.is_some() {
+            // update_stats_curr_start down the picked chain, then update_IS
+            // (or, going idle, nothing left to give).
+            let mut se = next.map_or(NONE, |n| self.per_task[n as usize].se);
+            while se != NONE {
+                self.cnodes[se as usize].start_run(sys.now);
+                se = self.rqs[self.ents[se as usize].rq as usize].se;
+            }
+            match next {
+                Some(_) => self.rdb_update_is(sys, cpu),
+                None => self.rdb_clear(cpu),
+            }
         }
         next
     }
@@ -1829,6 +1857,10 @@ impl Policy for Fair {
             }
             se = up;
         }
+        if self.rdb.is_some() {
+            // task_tick_fair's update_IS.
+            self.rdb_update_is(sys, cpu);
+        }
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, _cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
@@ -1851,8 +1883,9 @@ impl Policy for Fair {
         let (se, pse) = self.matching(self.per_task[curr as usize].se, pse0);
         let rq = self.ents[se as usize].rq;
         if self.cacule.is_some() {
-            // A strictly more interactive waker preempts; no buddies.
-            return self.cacule_score(pse, sys.now) < self.cacule_score(se, sys.now);
+            // entity_before(curr, woken): the woken entity preempts when its
+            // scores sum strictly lower than the running one's; no buddies.
+            return cacule::before(self.cacule_key(se, sys.now), self.cacule_key(pse, sys.now));
         }
         match self.variant {
             Variant::Cfs => {
@@ -1923,7 +1956,14 @@ impl Policy for Fair {
         }
         let se = self.per_task[t as usize].se;
         if self.tt.is_some() {
-            self.tnodes[se as usize].mark_yield();
+            // yield_task_fair marks, then its update_curr runs detect_type
+            // on the marked vruntime: (wait + run) / run is 1 and the run
+            // share wraps to 0, so the yielder turns BATCH (+19) until it
+            // next runs, which is what keeps a yield-looping task's TT
+            // vruntime growing. The run itself was charged just before.
+            let tun = self.tt.as_ref().expect("tt");
+            let change = self.tnodes[se as usize].yield_now(sys.now, tun);
+            self.tt_type_changed(cpu, t, change);
         }
         match self.variant {
             Variant::Cfs => {
@@ -1957,12 +1997,20 @@ impl Policy for Fair {
     }
 
     fn balance(&mut self, sys: &mut Sys, cpu: CpuId, _idle: bool) {
+        if self.rdb.is_some() {
+            self.rdb_tick(sys, cpu);
+            return;
+        }
         let mut lb = self.lb.take().expect("balancer present outside balancing");
         lb.tick(sys, self, cpu);
         self.lb = Some(lb);
     }
 
     fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
+        if self.rdb.is_some() {
+            self.rdb_newidle(sys, cpu);
+            return;
+        }
         let mut lb = self.lb.take().expect("balancer present outside balancing");
         lb.newidle(sys, self, cpu);
         self.lb = Some(lb);
@@ -2005,7 +2053,9 @@ impl Policy for Fair {
 
     fn extra_metrics(&self, sys: &Sys) -> Vec<(String, f64)> {
         let mut out = Vec::new();
-        if let Some(lb) = &self.lb {
+        if let Some(rdb) = &self.rdb {
+            out.push(("rdb_migrations".into(), rdb.moves as f64));
+        } else if let Some(lb) = &self.lb {
             out.push(("lb_count".into(), lb.lb_count as f64));
             out.push(("lb_migrations".into(), lb.balanced_moves as f64));
             out.push(("active_balance_pushes".into(), lb.active_moves as f64));
@@ -2106,22 +2156,30 @@ impl Fair {
         self.cnodes[se as usize].score(now, m)
     }
 
-    /// CacULE's pick_next_entity: the lowest score in the list (on a tie,
-    /// the entry nearest the head), the running entity only when it scores
-    /// strictly lower.
+    /// What CacULE's entity_before compares of `se`: its SCHED_IDLE-ness and
+    /// the sum of its interactivity, cache and starvation scores, those of
+    /// its cfs_rq's running entity scored as running.
+    fn cacule_key(&self, se: u32, now: Nanos) -> (bool, u32) {
+        let running = self.rqs[self.ents[se as usize].rq as usize].curr == Some(se);
+        self.cnodes[se as usize].key(now, running, self.cacule.as_ref().expect("cacule"))
+    }
+
+    /// CacULE's pick_next_entity: the lowest key in the list (on a tie,
+    /// the entry nearest the head), the running entity only when it goes
+    /// strictly before that.
     fn pick_cacule(&self, rq: u32, now: Nanos) -> Option<u32> {
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
-        let mut best: Option<(u32, u64)> = None;
+        let mut best: Option<(u32, (bool, u32))> = None;
         r.tree.for_each(&self.ents, |s| {
-            let score = self.cacule_score(s, now);
-            if best.is_none_or(|(_, b)| score < b) {
-                best = Some((s, score));
+            let key = self.cacule_key(s, now);
+            if best.is_none_or(|(_, b)| cacule::before(b, key)) {
+                best = Some((s, key));
             }
         });
         match (best, curr) {
             (None, c) => c,
-            (Some((_, b)), Some(c)) if self.cacule_score(c, now) < b => Some(c),
+            (Some((_, b)), Some(c)) if cacule::before(b, self.cacule_key(c, now)) => Some(c),
             (Some((s, _)), _) => Some(s),
         }
     }

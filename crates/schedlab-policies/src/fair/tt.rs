@@ -1,7 +1,16 @@
 //! TT (Task Type), Hamad Al Marri's behaviour-classifying scheduler, as in
-//! TT for Linux 6.3 (hamadmarri/TT-CPU-Scheduler, patches/6.3/tt-6.3.patch),
-//! on top of [`super::Fair`]'s CFS with the default sched_tt_balancer_opt
-//! = 2 (TT_BL_CFS: the CFS load balancer).
+//! TT v6.1 (CachyOS, 25 Nov 2022; ../shared/kernels/patches/tt-6.1.patch,
+//! banner "TT CPU scheduler v6.1", the tt-6.1 kernel), on top of
+//! [`super::Fair`]'s CFS 6.1 with the default sched_tt_balancer_opt = 2
+//! (TT_BL_CFS: the CFS load balancer). The model was first written from the
+//! 6.3 patch; against 6.1 it was checked line by line: detect_type and its
+//! constants, convert_to_vruntime, normalize_lifetime, the list pick
+//! (__pick_first_entity keeps the entry nearest the head, the most recently
+//! queued, on a tie, as the model's list order does), check_preempt_tick's
+//! HRRN early return before CFS's vruntime test, the dequeue burst shift
+//! (before update_curr), the yield mark, the dedicated CPU-bound task and
+//! select_task_rq_fair under TT_BL_CFS are the same; check_preempt_wakeup
+//! and place_entity are CFS 6.1's, unpatched.
 //!
 //! Every task is classified on each update_curr and enqueue (detect_type):
 //! REALTIME when it has slept, lived 0.5 s, waits about as long as last time
@@ -350,6 +359,15 @@ impl Node {
 
     pub fn mark_yield(&mut self) {
         self.vruntime |= YIELD_MARK;
+    }
+
+    /// yield_task_fair: the mark, then update_curr's detect_type and
+    /// normalize_lifetime (its run time is charged by the caller).
+    pub fn yield_now(&mut self, now: Nanos, t: &TtTunables) -> Option<TypeChange> {
+        self.mark_yield();
+        let change = self.detect_type(now, false);
+        self.normalize_lifetime(now, t);
+        change
     }
 
     pub fn unmark_yield(&mut self) {
