@@ -83,7 +83,7 @@ enum Command {
         #[command(flatten)]
         common: Common,
         /// The kernel to boot: an x86 bzImage (see ../shared/kernels or
-        /// tools/build-kernel.sh).
+        /// tools/kernel/build.sh).
         #[arg(long, value_name = "FILE")]
         kernel: std::path::PathBuf,
         #[command(flatten)]
@@ -293,7 +293,8 @@ pub(crate) struct Common {
     param: Vec<(String, i64)>,
     /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
     /// calibrate` measures them): context_switch, migration, idle_exit,
-    /// syscall.
+    /// syscall, fork, thread_start, timer_wakeup, timer_latency,
+    /// tick_jitter.
     #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
     cost: Vec<(String, u64)>,
     /// Print the report as JSON (schema in docs/report-schema.md).
@@ -796,7 +797,10 @@ fn list() {
         println!("{:<8} {}\n         follows {}", p.name, p.summary, p.source);
         match p.kernel {
             Some((file, what)) => println!("         checked against {what} ({file}.bzImage, `schedlab validate`)"),
-            None => println!("         no bootable kernel to check it against"),
+            None => match p.audit {
+                Some(what) => println!("         no bootable kernel; source-audited against {what}"),
+                None => println!("         no bootable kernel to check it against"),
+            },
         }
         if let Ok(policy) = schedlab_policies::build(p.name, &sample) {
             for t in policy.tunables() {

@@ -28,6 +28,12 @@ mod tests {
         assert!(parse_kernel("/k/bmq").unwrap_err().contains("NAME=FILE"));
         assert!(parse_kernel("=/k/bmq").unwrap_err().contains("needs a name"));
         assert_eq!(kernel_label(Path::new("../shared/kernels/pds-6.12.bzImage")), "pds-6.12");
+        assert_eq!(parse_boot_arg("rqshare=mc"), Ok("rqshare=mc".into()));
+        assert!(parse_boot_arg("nosmt").is_ok());
+        assert!(parse_boot_arg("init=/bin/sh").unwrap_err().contains("set by schedlab vm"));
+        assert!(parse_boot_arg("a b").unwrap_err().contains("not a kernel parameter"));
+        assert!(parse_boot_arg("x;reboot").is_err());
+        assert!(parse_boot_arg("").is_err());
     }
 }
 
@@ -44,6 +50,32 @@ pub(crate) struct VmArgs {
     /// (default: 2 minutes plus twice the duration).
     #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
     pub(crate) timeout: Option<u64>,
+    /// A kernel boot parameter for the guest, e.g. rqshare=mc for MuQSS
+    /// (repeatable).
+    #[arg(long = "boot-arg", value_name = "PARAM", value_parser = parse_boot_arg)]
+    pub(crate) boot_args: Vec<String>,
+}
+
+/// Parameters the vm runner sets itself: the console it reads, the init it
+/// runs and what it does on a panic.
+const OWN_BOOT_ARGS: [&str; 6] = ["console", "quiet", "loglevel", "panic", "rdinit", "init"];
+
+/// One kernel boot parameter: `word` or `key=value` of the characters a
+/// command line carries without quoting, and none the runner sets itself.
+pub(crate) fn parse_boot_arg(s: &str) -> Result<String, String> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || "_.,:=+-/".contains(c);
+    if s.is_empty() || s.len() > 200 || !s.chars().all(ok) {
+        return Err(format!(
+            "'{}' is not a kernel parameter: give one word or key=value of letters, digits and _.,:=+-/ (at most \
+             200), e.g. rqshare=mc",
+            s.chars().take(40).collect::<String>()
+        ));
+    }
+    let key = s.split('=').next().unwrap_or_default();
+    if OWN_BOOT_ARGS.contains(&key) {
+        return Err(format!("'{key}' is set by schedlab vm itself (the guest's console and init): leave it out"));
+    }
+    Ok(s.to_string())
 }
 
 fn parse_memory(s: &str) -> Result<u64, String> {
@@ -95,6 +127,7 @@ fn run_in_guest(
         memory_mib: vm.memory,
         topology,
         run_timeout: std::time::Duration::from_nanos(run_timeout),
+        boot_args: vm.boot_args.clone(),
     };
     // The error keeps its type: an interrupted run exits as the signal says.
     let out = schedlab_vm::run(job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;

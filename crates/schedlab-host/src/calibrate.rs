@@ -162,6 +162,8 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         let stat = sys::cpu_times();
         let jiffy = 1_000_000_000 / sys::user_hz();
         let machine: u64 = used.iter().map(|&c| stat.get(c).map_or(0, |s| s.0) * jiffy).sum();
+        // MuQSS counts a busy CPU's time twice in /proc/stat.
+        let machine = if sys::is_muqss() { machine / 2 } else { machine };
         (machine.saturating_sub(sys::process_cpu_time()), std::time::Instant::now())
     };
     let (other0, t0) = busy();

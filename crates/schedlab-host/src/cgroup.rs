@@ -92,6 +92,13 @@ impl Cgroups {
             )
         })?;
         cg.created.push(base.clone());
+        if !base.join("cpu.shares").exists() {
+            // MuQSS's Kconfig hides FAIR_GROUP_SCHED: the controller mounts
+            // and makes directories, but has nothing to weigh them with.
+            return Err("this kernel's cpu controller has no cpu.shares: it has no group scheduling (MuQSS, for \
+                        one); running without groups"
+                .into());
+        }
         for (i, g) in groups.iter().enumerate().skip(1) {
             let parent = g.parent.and_then(|p| cg.dirs[p as usize].clone()).unwrap_or_else(|| base.clone());
             // rt-app names a group by its path ("/tg1/sub"); its directory

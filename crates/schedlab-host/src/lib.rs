@@ -754,6 +754,8 @@ struct TraceFigures {
     preempted_by_others: u64,
     per_tid: HashMap<i32, (u64, u64, u64)>,
     rps: Vec<Hist>,
+    /// Time on a CPU of each of our threads inside [t0, stop].
+    on_cpu: HashMap<i32, Nanos>,
 }
 
 /// Switches, voluntary/involuntary splits, migrations and run time per
@@ -770,8 +772,10 @@ fn analyse_trace(
         preempted_by_others: 0,
         per_tid: HashMap::new(),
         rps: vec![Hist::default(); nr_specs],
+        on_cpu: HashMap::new(),
     };
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     for ev in events {
         let inside = ev.ts >= t0 && ev.ts <= stop;
         match &ev.kind {
@@ -781,9 +785,11 @@ fn analyse_trace(
                 if let Some(&spec) = spec_of.get(&prev) {
                     if let Some((tid, since)) = running.remove(&ev.cpu)
                         && tid == prev
-                        && inside
                     {
-                        f.rps[spec as usize].record(ev.ts - since.max(t0));
+                        *f.on_cpu.entry(tid).or_default() += overlap(since, ev.ts);
+                        if inside {
+                            f.rps[spec as usize].record(ev.ts - since.max(t0));
+                        }
                     }
                     if inside {
                         f.switches += 1;
@@ -810,6 +816,9 @@ fn analyse_trace(
             _ => {}
         }
     }
+    for (tid, since) in running.into_values() {
+        *f.on_cpu.entry(tid).or_default() += overlap(since, stop);
+    }
     f
 }
 
@@ -835,6 +844,7 @@ fn cpu_accounting(
     stat0: &[(u64, u64)],
     stat1: &[(u64, u64)],
     duration: Nanos,
+    stat_count: u64,
 ) -> (Vec<CpuReport>, Nanos) {
     let jiffy_ns = 1_000_000_000 / sys::user_hz();
     let stat_busy: Vec<u64> = cpu_map
@@ -842,7 +852,7 @@ fn cpu_accounting(
         .map(|&hc| {
             let (b0, _) = stat0.get(hc).copied().unwrap_or_default();
             let (b1, _) = stat1.get(hc).copied().unwrap_or_default();
-            b1.saturating_sub(b0) * jiffy_ns
+            b1.saturating_sub(b0) * jiffy_ns / stat_count
         })
         .collect();
     let machine_busy: u64 = stat_busy.iter().sum();
@@ -894,6 +904,20 @@ fn build_report(
         // trust getrusage rather than report no switches.
         figures = None;
     }
+    let muqss = sys::is_muqss();
+    if muqss && let Some(f) = &figures {
+        // MuQSS counts a thread's CPU clock in its niffies, which run at
+        // least 2^30 ns per second of jiffies: 7-15% over the time there
+        // was. The trace's switches time the runs on the kernel's clock.
+        for r in results.iter_mut() {
+            r.cpu_time = f.on_cpu.get(&r.tid).copied().unwrap_or(0);
+        }
+        host.notes.push(
+            "task CPU times come from the sched trace: MuQSS's thread CPU clocks count its niffies, which run 7-15% \
+             fast"
+                .to_string(),
+        );
+    }
     let mut absent = Vec::new();
     if figures.is_none() {
         absent.push("runtime_per_switch (needs tracefs)".to_string());
@@ -943,7 +967,15 @@ fn build_report(
     }
     let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
     let duration = if finished { results.iter().filter_map(|r| r.exited).max().unwrap_or(0) } else { stop - t0 };
-    let (per_cpu, other) = cpu_accounting(&sh.cpu_map, &results, stat0, stat1, duration);
+    let stat_count = if muqss {
+        // pc_user_time()/pc_system_time() and account_process_tick() both
+        // add a busy CPU's time to /proc/stat under MuQSS.
+        host.notes.push("/proc/stat's busy time is halved: MuQSS counts a busy CPU's time there twice".to_string());
+        2
+    } else {
+        1
+    };
+    let (per_cpu, other) = cpu_accounting(&sh.cpu_map, &results, stat0, stat1, duration, stat_count);
     let capacity = (stop - t0).max(1) as f64 * sh.cpu_map.len() as f64;
     let other_pct = other as f64 / capacity * 100.0;
     let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {

@@ -275,6 +275,14 @@ pub fn process_cpu_time() -> Nanos {
     clock(libc::CLOCK_PROCESS_CPUTIME_ID)
 }
 
+/// Whether this kernel runs MuQSS (Con Kolivas's -ck scheduler), whose
+/// accounting the runner corrects: it alone has both rr_interval and
+/// yield_type sysctls.
+pub fn is_muqss() -> bool {
+    std::path::Path::new("/proc/sys/kernel/rr_interval").exists()
+        && std::path::Path::new("/proc/sys/kernel/yield_type").exists()
+}
+
 /// USER_HZ, the unit of /proc/stat.
 pub fn user_hz() -> u64 {
     // SAFETY: sysconf has no side effects.

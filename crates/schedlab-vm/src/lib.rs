@@ -78,6 +78,9 @@ pub struct VmOptions {
     pub topology: [u32; 3],
     /// How long the job may take once the guest is up.
     pub run_timeout: Duration,
+    /// Kernel boot parameters beside the runner's own (checked by the
+    /// caller: one parameter each, no spaces).
+    pub boot_args: Vec<String>,
 }
 
 /// What to run in the guest.
@@ -132,6 +135,14 @@ fn console_tail(console: &str) -> String {
     let lines: Vec<&str> = console.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
         return "; the console printed nothing".into();
+    }
+    // A kernel's oops says what went wrong in its first lines (the BUG or
+    // general protection line, RIP and the call trace); the last lines of a
+    // panic are only its registers and "Shutting down cpus".
+    let oops = ["BUG:", "general protection fault", "Oops:", "kernel BUG", "Kernel panic"];
+    if let Some(first) = lines.iter().position(|l| oops.iter().any(|o| l.contains(o))) {
+        let shown = &lines[first..lines.len().min(first + 40)];
+        return format!("; the kernel crashed:\n  {}", shown.join("\n  "));
     }
     let tail = &lines[lines.len().saturating_sub(12)..];
     format!("; last console lines:\n  {}", tail.join("\n  "))
@@ -208,7 +219,12 @@ impl Launch<'_> {
         cmd.arg("-m").arg(format!("{}M", self.opts.memory_mib));
         cmd.arg("-kernel").arg(&self.opts.kernel);
         cmd.arg("-initrd").arg(self.initrd);
-        cmd.args(["-append", "console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init"]);
+        let mut append = String::from("console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init");
+        for a in &self.opts.boot_args {
+            append.push(' ');
+            append.push_str(a);
+        }
+        cmd.arg("-append").arg(append);
         cmd.arg("-serial").arg(format!("file:{}", self.console().display()));
         cmd.arg("-serial").arg(format!("file:{}", self.result().display()));
         let stderr = std::fs::File::create(self.dir.join("qemu.err"))
