@@ -1407,6 +1407,12 @@ impl Fair {
     }
 
     fn migrate_queued(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
+        self.move_queued(sys, t, from, to);
+        sys.resched(to);
+    }
+
+    /// detach_task + attach_task without the preemption check.
+    fn move_queued(&mut self, sys: &mut Sys, t: TaskId, from: CpuId, to: CpuId) {
         let se = self.per_task[t as usize].se;
         self.list_remove(from, t);
         self.pelt_task(sys, t, false);
@@ -1414,7 +1420,6 @@ impl Fair {
         self.pelt_root(sys, from);
         sys.migrate(t, to);
         self.enqueue_task(sys, to, t, Enqueue::Migrate);
-        sys.resched(to);
     }
 }
 

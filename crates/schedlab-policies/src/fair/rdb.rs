@@ -132,13 +132,7 @@ impl Fair {
     /// A new-idle pull reschedules the target outright: it is about to pick
     /// again (pick_next_task_fair's `again`).
     fn rdb_move(&mut self, sys: &mut Sys, t: TaskId, src: CpuId, dst: CpuId, newidle: bool) {
-        let se = self.per_task[t as usize].se;
-        self.list_remove(src, t);
-        self.pelt_task(sys, t, false);
-        self.dequeue_task_entities(se, false);
-        self.pelt_root(sys, src);
-        sys.migrate(t, dst);
-        self.enqueue_task(sys, dst, t, schedlab_sim::Enqueue::Migrate);
+        self.move_queued(sys, t, src, dst);
         match sys.cpus[dst as usize].curr {
             _ if newidle => sys.resched(dst),
             None => sys.resched(dst),
