@@ -129,6 +129,21 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     events.sort_by_key(|(e, _)| e.ts);
     let t0 = events[0].0.ts;
     let end = events.last().expect("not empty").0.ts;
+    // The replayed tasks' runs and sleeps are the trace's own gaps: a trace
+    // longer than the engine's horizon cannot be replayed (and one of many
+    // hours of a few events would run for days before it got there).
+    if end - t0 > crate::queue::MAX_TIME {
+        return Err(err(
+            0,
+            format!(
+                "the trace spans {} (its events run from {} to {}), beyond the simulator's 78 hours: cut it to \
+                 the stretch to replay (only the lines between two timestamps)",
+                crate::time::format_duration(end - t0),
+                crate::time::format_duration(t0),
+                crate::time::format_duration(end),
+            ),
+        ));
+    }
     let has_waking = events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Waking { .. }));
     let max_cpu = events.iter().map(|(e, _)| e.cpu).max().unwrap_or(0);
     // Checked before the per-CPU tables below are sized by it.
@@ -328,6 +343,22 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_trace_beyond_the_horizon_is_refused_with_its_span() {
+        let line = |ts: &str, a: &str, b: &str| {
+            format!(
+                "  x-5 [000] d..2. {ts}: sched_switch: prev_comm={a} prev_pid={} prev_prio=120 prev_state=S ==> \
+                 next_comm={b} next_pid={} next_prio=120\n",
+                if a == "swapper/0" { 0 } else { 5 },
+                if b == "swapper/0" { 0 } else { 5 }
+            )
+        };
+        let text = line("0.000001", "swapper/0", "a") + &line("18446744073.709551", "a", "swapper/0");
+        let e = super::workload_from_trace(&text, "t.txt", &crate::Overrides::default()).unwrap_err();
+        assert!(e.message.contains("beyond the simulator's"), "{e}");
+        assert!(e.message.contains("the trace spans"), "{e}");
+    }
+
     use super::*;
 
     const TRACE: &str = "\

@@ -389,19 +389,24 @@ pub fn assemble(
     let mut all_lat = Hist::default();
     let mut all_rps = Hist::default();
     let mut specs = Vec::new();
+    // Each spec's tasks, in task order, found in one pass: a replayed trace
+    // has a spec per PID, and a scan of every task per spec was quadratic
+    // (60,000 PIDs: 21 s).
+    let mut of_spec: Vec<Vec<usize>> = vec![Vec::new(); spec_names.len()];
+    for (j, t) in tasks.iter().enumerate() {
+        if let Some(v) = of_spec.get_mut(t.spec as usize) {
+            v.push(j);
+        }
+    }
     for (i, name) in spec_names.iter().enumerate() {
         all_lat.merge(&spec_lat[i]);
         all_rps.merge(&spec_rps[i]);
-        let shares: Vec<f64> = tasks.iter().filter(|t| t.spec == i as u32).map(|t| t.cpu_share_pct).collect();
+        let shares: Vec<f64> = of_spec[i].iter().map(|&j| tasks[j].cpu_share_pct).collect();
         if shares.is_empty() {
             continue;
         }
-        let whole: Vec<f64> = tasks
-            .iter()
-            .zip(&full_life_of_spec)
-            .filter(|(t, whole)| t.spec == i as u32 && **whole)
-            .map(|(t, _)| t.cpu_time_ns as f64)
-            .collect();
+        let whole: Vec<f64> =
+            of_spec[i].iter().filter(|&&j| full_life_of_spec[j]).map(|&j| tasks[j].cpu_time_ns as f64).collect();
         specs.push(SpecReport {
             jain_fairness: (whole.len() >= 2).then(|| jain_index(&whole)),
             name: name.clone(),
