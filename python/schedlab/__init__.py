@@ -14,7 +14,7 @@ The simulations are schedlab's own (the Rust crates, through
 A workload is what ``schedlab`` takes on the command line (a TOML or rt-app
 JSON path, a built-in scenario, a tool's command line such as
 ``"stress-ng --cpu 4"``) or a dict in the TOML file's shape. Options are
-the CLI's: ``cpus``, ``duration`` ("2s" or integer ns), ``seed``,
+the CLI's: ``cpus``, ``duration`` (with its unit: "2s", "500ms"), ``seed``,
 ``params`` (--param), ``set`` (--set, tunables), ``cost`` (--cost).
 Errors raise ValueError with the CLI's message. Simulations release the
 GIL, so Python threads run them in parallel; ``compare`` and ``sweep``
@@ -122,14 +122,29 @@ def _spec(workload: Workload) -> tuple:
     raise TypeError(f"a workload is a path, a scenario name, a command line or a dict, not {type(workload).__name__}")
 
 
-def _overrides(cpus=None, duration=None, seed=None, params=None, set=None, cost=None) -> str:
+_OPTIONS = ("cpus", "duration", "seed", "params", "set", "cost")
+
+
+def _overrides(**options) -> str:
+    unknown = sorted(k for k in options if k not in _OPTIONS)
+    if unknown:
+        raise TypeError(f"unknown option {', '.join(unknown)}: the options are {', '.join(_OPTIONS)}")
     ov: dict = {}
-    for key, value in (("cpus", cpus), ("duration", duration), ("seed", seed)):
-        if value is not None:
-            ov[key] = value
-    for key, value in (("params", params), ("set", set), ("cost", cost)):
-        if value:
-            ov[key] = dict(value)
+    for key in ("cpus", "seed"):
+        if isinstance(options.get(key), (bool, float)):
+            raise ValueError(f"{key} = {options[key]!r} is not a whole number")
+    # A bare number would be nanoseconds (duration=5 ran 5 ns and reported
+    # zeros): ask for the unit, as the CLI does.
+    durations = [("duration", options.get("duration"))] + [(f"cost {k}", v) for k, v in (options.get("cost") or {}).items()]
+    for key, value in durations:
+        if isinstance(value, (int, float)):
+            raise ValueError(f"{key} = {value!r} has no unit: write e.g. '{value}s' or '{value}ms'")
+    for key in ("cpus", "duration", "seed"):
+        if options.get(key) is not None:
+            ov[key] = options[key]
+    for key in ("params", "set", "cost"):
+        if options.get(key):
+            ov[key] = dict(options[key])
     return json.dumps(ov)
 
 

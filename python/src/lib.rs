@@ -20,6 +20,14 @@ use serde_json::Value;
 fn overrides(json: &str) -> Result<Overrides, String> {
     let v: Value = serde_json::from_str(json).map_err(|e| format!("overrides: {e}"))?;
     let mut ov = Overrides::default();
+    // A count (cpus, seed): a whole number, not a flag or a duration.
+    let count = |v: &Value, what: &str| -> Result<i64, String> {
+        match v {
+            Value::Number(n) => n.as_i64().ok_or_else(|| format!("{what} = {n} is not a whole number")),
+            Value::String(s) => s.trim().parse().map_err(|_| format!("{what} = '{s}' is not a whole number")),
+            other => Err(format!("{what} = {other} is not a whole number")),
+        }
+    };
     let int = |v: &Value, what: &str| -> Result<i64, String> {
         match v {
             Value::Bool(b) => Ok(*b as i64),
@@ -35,6 +43,8 @@ fn overrides(json: &str) -> Result<Overrides, String> {
                 Err(format!("{what} = '{s}' has no unit: write e.g. '{s}s' or '{s}ms'"))
             }
             Value::String(s) => parse_duration(s),
+            // Integer ns: how the grid passes durations back; the Python
+            // layer refuses a bare number from a user.
             Value::Number(n) => n.as_u64().ok_or_else(|| format!("{what} = {n} is not a whole number of ns")),
             other => Err(format!("{what} = {other} is not a duration such as '2s'")),
         }
@@ -42,8 +52,8 @@ fn overrides(json: &str) -> Result<Overrides, String> {
     let Value::Object(map) = v else { return Err("overrides must be a mapping".into()) };
     for (key, value) in &map {
         match key.as_str() {
-            "cpus" => ov.cpus = Some(u32::try_from(int(value, "cpus")?).map_err(|_| "cpus must be 1 to 4096")?),
-            "seed" => ov.seed = Some(u64::try_from(int(value, "seed")?).map_err(|_| "seed must be 0 or more")?),
+            "cpus" => ov.cpus = Some(u32::try_from(count(value, "cpus")?).map_err(|_| "cpus must be 1 to 4096")?),
+            "seed" => ov.seed = Some(u64::try_from(count(value, "seed")?).map_err(|_| "seed must be 0 or more")?),
             "duration" => match duration(value, "duration")? {
                 0 => return Err("duration must be more than zero".into()),
                 d if d > schedlab_sim::MAX_TIME => return Err("duration is beyond the simulator's 78 hours".into()),

@@ -56,11 +56,18 @@ def test_a_dict_is_a_workload_and_bad_input_raises_value_error():
         (lambda: schedlab.run("thread-test", params={"thraeds": 4}), "no parameter named 'thraeds'"),
         (lambda: schedlab.run({"task": [{"name": "x"}]}), "dict"),
         (lambda: schedlab.sweep("thread-test", {"threads": "1,x"}), "'x' is not an integer"),
+        # A bare number would be nanoseconds: 5 ran 5 ns and reported zeros.
+        (lambda: schedlab.run("thread-test", duration=5), "has no unit"),
+        # A duration or a flag is not a CPU count (3us ran 3,000 CPUs).
+        (lambda: schedlab.run("thread-test", cpus="3us"), "is not a whole number"),
+        (lambda: schedlab.run("thread-test", cpus=True), "is not a whole number"),
     ]:
         with pytest.raises(ValueError, match=message):
             call()
     with pytest.raises(TypeError):
         schedlab.run(42)
+    with pytest.raises(TypeError, match="the options are cpus, duration, seed, params, set, cost"):
+        schedlab.run("thread-test", durations="1s")
 
 
 def test_simulations_release_the_gil():

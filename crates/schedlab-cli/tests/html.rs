@@ -7,6 +7,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Says that a test skips, where `cargo test` shows it without
+/// --nocapture: the harness captures the print macros, not writes to the
+/// stderr handle itself.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", std::thread::current().name().unwrap_or("a test"));
+}
+
 fn chromium() -> Option<PathBuf> {
     ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|name| {
         let out = Command::new("sh").arg("-c").arg(format!("command -v {name}")).output().ok()?;
@@ -45,7 +53,7 @@ fn report_loads_in_chromium_without_console_messages_and_shows_plots() {
         // .ci/run installs Chromium: under CI a skip would hide that it
         // could not, and the page would go untested.
         assert!(std::env::var_os("CI").is_none(), "CI must run the browser test, but Chromium is not installed");
-        eprintln!("skipping the browser test: Chromium is not installed (apt-get install chromium)");
+        skip("Chromium is not installed (apt-get install chromium)");
         return;
     };
     let dir = std::env::temp_dir().join(format!("schedlab-html-{}", std::process::id()));

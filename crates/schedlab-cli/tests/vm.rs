@@ -19,16 +19,57 @@ fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+/// Says that a test skips, where `cargo test` shows it without
+/// --nocapture: the test harness captures the print macros, not writes to
+/// the stderr handle itself.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", std::thread::current().name().unwrap_or("a test"));
+}
+
 /// Skips (returns None) with a message, or fails under CI.
 fn required<T>(thing: Option<T>, what: &str) -> Option<T> {
     if thing.is_none() {
         if std::env::var_os("CI").is_some() {
             panic!("CI must run the vm tests, but {what}");
         }
-        eprintln!("skipping: {what}");
+        skip(what);
     }
     thing
 }
+
+/// The host CPUs that something other than this test's children used
+/// while `run` ran (busy time from /proc/stat less the CPU time of the
+/// children it waited for, qemu's included), on average over the run; a
+/// guest's tick rate holds only while its vCPUs have the host's CPUs.
+fn others_during<T>(run: impl FnOnce() -> T) -> (T, f64) {
+    fn busy() -> u64 {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let cpu = stat.lines().next().unwrap_or_default();
+        // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+        let v: Vec<u64> = cpu.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+        v.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum()
+    }
+    fn children_cpu_ns() -> u64 {
+        // SAFETY: getrusage writes the struct it is given.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        (us(ru.ru_utime) + us(ru.ru_stime)) * 1000
+    }
+    // SAFETY: sysconf has no side effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let (b0, c0, t0) = (busy(), children_cpu_ns(), Instant::now());
+    let out = run();
+    let (b1, c1) = (busy(), children_cpu_ns());
+    let host_ns = (b1 - b0) * 1_000_000_000 / hz;
+    let others = host_ns.saturating_sub(c1 - c0) as f64 / t0.elapsed().as_nanos().max(1) as f64;
+    (out, others)
+}
+
+/// Other processes' CPUs during a guest's run above which its figures are
+/// not the kernel's.
+const OTHERS_LIMIT: f64 = 0.25;
 
 fn kernel(name: &str) -> Option<PathBuf> {
     let qemu = std::env::var_os("PATH")
@@ -113,15 +154,17 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
     // loses it loses guest ticks, and with them switches.
     let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
     if idle < 1.5 {
-        eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold");
+        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold"));
         return;
     }
-    let out = schedlab()
-        .args(["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"])
-        .arg("--kernel")
-        .arg(&k)
-        .output()
-        .unwrap();
+    let (out, others) = others_during(|| {
+        schedlab()
+            .args(["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"])
+            .arg("--kernel")
+            .arg(&k)
+            .output()
+            .unwrap()
+    });
     let r = json(&out);
     assert_eq!(r["source"], "vm");
     assert_eq!(r["scheduler"], "eevdf-6.12 (vm)");
@@ -136,6 +179,10 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
     // 16 spinners on CPU 0: EEVDF's 1.4 ms base slice (0.7 ms x 2 for two
     // CPUs) ends only at a tick, so each tick switches: 250/s, 4 ms runs.
     let rate = r["totals"]["context_switches_per_sec"].as_f64().unwrap();
+    if !(225.0..=275.0).contains(&rate) && others > OTHERS_LIMIT {
+        skip(&format!("other processes took {others:.2} host CPUs during the guest's run ({rate:.0} switches/s)"));
+        return;
+    }
     assert!((225.0..=275.0).contains(&rate), "{rate:.0} switches/s, expected 250 +- 10%");
     let p50 = r["runtime_per_switch"]["p50"].as_u64().unwrap();
     assert!((3_600_000..=4_400_000).contains(&p50), "run per switch p50 {p50} ns, expected one 4 ms tick");
@@ -157,15 +204,17 @@ fn cacule_kernel_switches_two_hogs_every_other_tick() {
     let Some(k) = kernel("cacule-6.1") else { return };
     let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
     if idle < 1.5 {
-        eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold");
+        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold"));
         return;
     }
-    let out = schedlab()
-        .args(["vm", "thread-test", "--param", "threads=2", "--duration", "3s", "--accel", "tcg", "--json"])
-        .arg("--kernel")
-        .arg(&k)
-        .output()
-        .unwrap();
+    let (out, others) = others_during(|| {
+        schedlab()
+            .args(["vm", "thread-test", "--param", "threads=2", "--duration", "3s", "--accel", "tcg", "--json"])
+            .arg("--kernel")
+            .arg(&k)
+            .output()
+            .unwrap()
+    });
     let r = json(&out);
     assert_eq!(r["scheduler"], "cacule-6.1 (vm)");
     let rate = r["totals"]["context_switches_per_sec"].as_f64().unwrap();
@@ -175,10 +224,12 @@ fn cacule_kernel_switches_two_hogs_every_other_tick() {
         .unwrap();
     let sim_rate = json(&sim)["totals"]["context_switches_per_sec"].as_f64().unwrap();
     assert!((120.0..=130.0).contains(&sim_rate), "simulated {sim_rate:.0}/s");
-    assert!(
-        (rate - sim_rate).abs() <= sim_rate * 0.10,
-        "real {rate:.0} switches/s against {sim_rate:.0} simulated (10%)"
-    );
+    let agrees = (rate - sim_rate).abs() <= sim_rate * 0.10;
+    if !agrees && others > OTHERS_LIMIT {
+        skip(&format!("other processes took {others:.2} host CPUs during the guest's run ({rate:.0} switches/s)"));
+        return;
+    }
+    assert!(agrees, "real {rate:.0} switches/s against {sim_rate:.0} simulated (10%)");
 }
 
 #[test]
@@ -264,17 +315,19 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
     let Some(k) = kernel("eevdf-6.12") else { return };
     let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
     if idle < 1.5 {
-        eprintln!("skipping: the host has {idle:.2} idle CPUs, 1.5 are needed for the guests' tick rates to hold");
+        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for the guests' tick rates to hold"));
         return;
     }
     let out_dir = std::env::temp_dir().join(format!("schedlab-validate-test-{}", std::process::id()));
-    let out = schedlab()
-        .args(["validate", "--quick", "--sched", "eevdf,pds", "--accel", "tcg", "--kernels"])
-        .arg(k.parent().unwrap())
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let (out, others) = others_during(|| {
+        schedlab()
+            .args(["validate", "--quick", "--sched", "eevdf,pds", "--accel", "tcg", "--kernels"])
+            .arg(k.parent().unwrap())
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    });
     let page = std::fs::read_to_string(out_dir.join("validation.md")).unwrap_or_default();
     let planted = schedlab()
         .args(["validate", "--quick", "--sched", "eevdf", "--reuse-real", "--set", "base_slice_ns=6000000"])
@@ -295,7 +348,11 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
         .filter_map(|rest| rest.split_whitespace().next()?.trim_end_matches('.').parse::<f64>().ok())
         .fold(f64::INFINITY, f64::min);
     if !out.status.success() && least_idle < 1.5 {
-        eprintln!("skipping: a guest started with only {least_idle:.2} host CPUs idle, 1.5 are needed:\n{stderr}");
+        skip(&format!("a guest started with only {least_idle:.2} host CPUs idle, 1.5 are needed:\n{stderr}"));
+        return;
+    }
+    if !out.status.success() && others > OTHERS_LIMIT {
+        skip(&format!("other processes took {others:.2} host CPUs during the guests' runs:\n{stderr}"));
         return;
     }
     assert!(out.status.success(), "validate failed:\n{stderr}\n{page}");

@@ -4,6 +4,14 @@
 use schedlab_host::{HostError, HostOptions, run};
 use schedlab_sim::{Overrides, Workload};
 
+/// Says that a test skips, where `cargo test` shows it without
+/// --nocapture: the harness captures the print macros, not writes to the
+/// stderr handle itself.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", std::thread::current().name().unwrap_or("a test"));
+}
+
 fn workload(text: &str) -> Workload {
     Workload::from_toml(text, "host-test.toml", &Overrides::default()).unwrap()
 }
@@ -93,7 +101,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     if host.tracing.starts_with("tracefs instance") {
         assert!(r.runtime_per_switch.count > 10, "tracing gives run time per switch");
     } else {
-        eprintln!("skipping the tracing checks: {}", host.tracing);
+        skip(&format!("the tracing checks: {}", host.tracing));
     }
     assert_eq!(task_threads(), 0, "every task thread is gone");
     assert!(leftovers("left").is_empty(), "{:?}", leftovers("left"));
@@ -202,7 +210,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         return;
     }
     if !host.cgroups.starts_with("cgroup") {
-        eprintln!("skipping: cgroups are not usable here: {}", host.cgroups);
+        skip(&format!("cgroups are not usable here: {}", host.cgroups));
         return;
     }
     let big: f64 = out.report.tasks.iter().filter(|t| t.name.starts_with("in-big")).map(|t| t.cpu_share_pct).sum();
