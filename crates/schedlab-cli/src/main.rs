@@ -322,7 +322,7 @@ fn parse_run_duration(s: &str) -> Result<u64, String> {
 
 fn parse_cost(s: &str) -> Result<(String, u64), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("'{s}' is not NAME=DURATION, e.g. idle_exit=8us"))?;
-    if !v.trim().ends_with('s') {
+    if v.trim().ends_with(|c: char| c.is_ascii_digit()) {
         return Err(format!("'{v}' has no time unit: write e.g. {k}=8us"));
     }
     Ok((k.trim().to_string(), parse_duration(v)?))

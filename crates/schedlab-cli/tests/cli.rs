@@ -77,6 +77,7 @@ fn bad_input_gets_one_clear_error() {
         "--cost: unknown cost 'idle': use one of context_switch, migration, idle_exit",
     );
     fails_with(&["run", "thread-test", "--cost", "idle_exit=3"], "'3' has no time unit: write e.g. idle_exit=8us");
+    fails_with(&["run", "thread-test", "--cost", "migration=2h"], "cost migration = 7200.000s is more than a second");
     fails_with(&["host", "thread-test", "--cost", "idle_exit=3us"], "--cost sets what the simulator charges");
 
     let bad =

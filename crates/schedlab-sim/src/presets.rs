@@ -324,10 +324,52 @@ pub fn toml(text: &str, cpus: u32) -> Result<String, String> {
         text.split_whitespace().collect::<Vec<_>>().join(" ").replace(['"', '\\'], ""),
         text.replace(['"', '\\'], "")
     );
-    for p in parts {
-        out.push_str(&p.tasks);
+    // `+` joins commands as one workload: the same tool twice would define
+    // its tasks (and channels) twice, so a later command's identifiers
+    // that an earlier one used get its position as a suffix.
+    let mut seen: Vec<String> = Vec::new();
+    for (i, p) in parts.iter().enumerate() {
+        let names = quoted_values(&p.tasks, "name = \"");
+        let tasks = if names.iter().any(|n| seen.contains(n)) {
+            suffixed(&p.tasks, &format!("-{}", i + 1))
+        } else {
+            p.tasks.clone()
+        };
+        seen.extend(quoted_values(&tasks, "name = \""));
+        out.push_str(&tasks);
     }
     Ok(out)
+}
+
+/// The quoted values that follow `key` (e.g. `name = "`) in a TOML text.
+fn quoted_values(text: &str, key: &str) -> Vec<String> {
+    text.match_indices(key)
+        .filter_map(|(at, _)| {
+            let rest = &text[at + key.len()..];
+            rest.find('"').map(|end| rest[..end].to_string())
+        })
+        .collect()
+}
+
+/// `text` with `suffix` added to every task name and every name a task
+/// refers to (channels, fork templates).
+fn suffixed(text: &str, suffix: &str) -> String {
+    let mut out = text.to_string();
+    for key in ["name = \"", "wait = \"", "signal = \"", "fork = \""] {
+        let mut result = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(key) {
+            let (head, tail) = rest.split_at(at + key.len());
+            result.push_str(head);
+            let end = tail.find('"').unwrap_or(tail.len());
+            result.push_str(&tail[..end]);
+            result.push_str(suffix);
+            rest = &tail[end..];
+        }
+        result.push_str(rest);
+        out = result;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -337,6 +379,18 @@ mod tests {
 
     fn load(text: &str, cpus: u32) -> Workload {
         Workload::from_toml(&toml(text, cpus).unwrap(), text, &Overrides::default()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_same_tool_twice_joins_as_two_sets_of_tasks() {
+        let w = load("stress-ng --cpu 4 + stress-ng --cpu 2", 8);
+        let names: Vec<&str> = w.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["stress-ng-cpu", "stress-ng-cpu-2"]);
+        assert_eq!(w.initial_tasks(), 6);
+        // Two rings keep their own channels.
+        let w = load("lat_ctx -s 0 2 + lat_ctx -s 0 2", 2);
+        assert_eq!(w.tasks.len(), 4);
+        assert_eq!(w.channels.len(), 4, "{:?}", w.channels.iter().map(|c| &c.name).collect::<Vec<_>>());
     }
 
     #[test]

@@ -301,6 +301,14 @@ impl Costs {
             "tick_jitter" => &mut self.tick_jitter,
             _ => return Err(format!("unknown cost '{name}': use one of {}", COST_NAMES.join(", "))),
         };
+        // A cost is paid per event: nanoseconds to milliseconds. Hours would
+        // only push events past the engine's horizon.
+        if value > crate::time::NSEC_PER_SEC {
+            return Err(format!(
+                "cost {name} = {} is more than a second: a cost is paid at every event, e.g. {name} = \"8us\"",
+                crate::time::format_duration(value)
+            ));
+        }
         *slot = value;
         Ok(())
     }
