@@ -153,7 +153,10 @@ def _sched_list(sched: Union[None, str, Iterable[str]]) -> list:
         return schedulers()
     if isinstance(sched, str):
         return [s for s in sched.split(",") if s]
-    return list(sched)
+    names = list(sched) if isinstance(sched, Iterable) else None
+    if names is None or not all(isinstance(s, str) for s in names):
+        raise TypeError(f"sched is a name, a comma list or a list of names (e.g. 'cfs,eevdf'), not {sched!r}")
+    return names
 
 
 def run(workload: Workload, sched: str = "eevdf", **options) -> Report:
@@ -276,6 +279,8 @@ def sweep(
     it has CPUs for.
     """
     spec, inline = _spec(workload)
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid maps names to values, e.g. {{'threads': '1,2,4'}}, not {grid!r}")
     base = _overrides(**options)
     vary = [(name, _grid_values(values)) for name, values in grid.items()]
     points = _native.grid(spec, inline, base, vary)

@@ -68,6 +68,12 @@ def test_a_dict_is_a_workload_and_bad_input_raises_value_error():
         schedlab.run(42)
     with pytest.raises(TypeError, match="the options are cpus, duration, seed, params, set, cost"):
         schedlab.run("thread-test", durations="1s")
+    with pytest.raises(TypeError, match="sched is a name"):
+        schedlab.compare("thread-test", sched=True)
+    with pytest.raises(TypeError, match="grid maps names to values"):
+        schedlab.sweep("thread-test", None)
+    with pytest.raises(ValueError, match="is not a whole number"):
+        schedlab.run("thread-test", cpus=float("inf"))
 
 
 def test_simulations_release_the_gil():
