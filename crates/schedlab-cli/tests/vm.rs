@@ -23,8 +23,12 @@ fn schedlab() -> Command {
 /// --nocapture: the test harness captures the print macros, not writes to
 /// the stderr handle itself.
 fn skip(why: &str) {
+    say("SKIPPED", why);
+}
+
+fn say(tag: &str, why: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", std::thread::current().name().unwrap_or("a test"));
+    let _ = writeln!(std::io::stderr(), "{tag} {}: {why}", std::thread::current().name().unwrap_or("a test"));
 }
 
 /// Skips (returns None) with a message, or fails under CI.
@@ -65,6 +69,21 @@ fn others_during<T>(run: impl FnOnce() -> T) -> (T, f64) {
     let host_ns = (b1 - b0) * 1_000_000_000 / hz;
     let others = host_ns.saturating_sub(c1 - c0) as f64 / t0.elapsed().as_nanos().max(1) as f64;
     (out, others)
+}
+
+/// Runs a `schedlab vm` command, booting once more when the guest kernel
+/// crashed or hung before its init: TCG guests oops now and then (an int3
+/// in swapper seen once in CI), which is not what these tests check, and
+/// `validate` boots again the same way. A second failure is returned.
+fn vm_output(args: &[&str], kernel: &Path) -> Output {
+    let run = || schedlab().args(args).arg("--kernel").arg(kernel).output().unwrap();
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && (err.contains("the kernel crashed") || err.contains("did not reach its init")) {
+        say("BOOTED AGAIN", &format!("the guest kernel failed once:\n{err}"));
+        return run();
+    }
+    out
 }
 
 /// Other processes' CPUs during a guest's run above which its figures are
@@ -158,12 +177,7 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
         return;
     }
     let (out, others) = others_during(|| {
-        schedlab()
-            .args(["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"])
-            .arg("--kernel")
-            .arg(&k)
-            .output()
-            .unwrap()
+        vm_output(&["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"], &k)
     });
     let r = json(&out);
     assert_eq!(r["source"], "vm");
@@ -208,12 +222,7 @@ fn cacule_kernel_switches_two_hogs_every_other_tick() {
         return;
     }
     let (out, others) = others_during(|| {
-        schedlab()
-            .args(["vm", "thread-test", "--param", "threads=2", "--duration", "3s", "--accel", "tcg", "--json"])
-            .arg("--kernel")
-            .arg(&k)
-            .output()
-            .unwrap()
+        vm_output(&["vm", "thread-test", "--param", "threads=2", "--duration", "3s", "--accel", "tcg", "--json"], &k)
     });
     let r = json(&out);
     assert_eq!(r["scheduler"], "cacule-6.1 (vm)");
@@ -265,13 +274,16 @@ fn sigkill_takes_qemu_along_and_the_next_run_removes_the_files() {
     }
     let left = temp_dirs_of(pid);
     assert_eq!(left.len(), 1, "a SIGKILLed run cannot remove its directory");
+    // The sweep runs before the guest boots: a run whose kernel crashed
+    // has done it, and its message is what is checked.
     let out = schedlab()
         .args(["vm", "thread-test", "--duration", "100ms", "--accel", "tcg", "--kernel"])
         .arg(&k)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+    let crashed = stderr.contains("the kernel crashed") || stderr.contains("did not reach its init");
+    assert!(out.status.success() || crashed, "{stderr}");
     assert!(stderr.contains(&format!("left by schedlab vm run {pid}, which was killed")), "{stderr}");
     assert!(!left[0].exists(), "{} still there", left[0].display());
 }
