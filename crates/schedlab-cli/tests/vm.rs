@@ -86,6 +86,16 @@ fn vm_output(args: &[&str], kernel: &Path) -> Output {
     out
 }
 
+/// Whether 1.5 host CPUs are idle, as a guest's two vCPUs need for its
+/// tick rate to hold; skips with the figure when not.
+fn host_is_quiet() -> bool {
+    let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
+    if idle < 1.5 {
+        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold"));
+    }
+    idle >= 1.5
+}
+
 /// Other processes' CPUs during a guest's run above which its figures are
 /// not the kernel's.
 const OTHERS_LIMIT: f64 = 0.25;
@@ -171,9 +181,7 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
     let Some(k) = kernel("eevdf-6.12") else { return };
     // The spinning vCPU needs a host CPU to itself: a vCPU thread that
     // loses it loses guest ticks, and with them switches.
-    let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
-    if idle < 1.5 {
-        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold"));
+    if !host_is_quiet() {
         return;
     }
     let (out, others) = others_during(|| {
@@ -216,9 +224,7 @@ fn cacule_kernel_switches_two_hogs_every_other_tick() {
     // 6.1 model gives 125/s (validate's thread-test-2).
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(k) = kernel("cacule-6.1") else { return };
-    let idle = schedlab_host::info::idle_cpus(Duration::from_millis(500));
-    if idle < 1.5 {
-        skip(&format!("the host has {idle:.2} idle CPUs, 1.5 are needed for a guest tick rate to hold"));
+    if !host_is_quiet() {
         return;
     }
     let (out, others) = others_during(|| {
