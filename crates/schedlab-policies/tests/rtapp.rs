@@ -68,6 +68,32 @@ fn sync_events_behave_as_in_rt_app() {
 }
 
 #[test]
+fn suspend_and_resume_name_resources_created_on_first_use() {
+    // rt-app's browser and camera use cases: tasks suspend on a resource
+    // name that is no task's ("Browser"), and some resumes have nobody
+    // waiting (a no-op in rt-app). Two waiters on "Sub" run once per resume
+    // of "Sub": 5 a round x 100 us each, 3 rounds.
+    let text = r#"{ "tasks": {
+        "Main": { "loop": 3, "phases": {
+            "start": { "loop": 1, "sleep": 4000, "run": 1500, "resume": "Browser", "sleep": 800 },
+            "render": { "loop": 5, "resume": "Sub", "run": 300 },
+            "stop": { "loop": 1, "resume": "Nobody-waits", "sleep": 50000 } } },
+        "Sub1": { "loop": -1, "suspend": "Sub", "run": 100 },
+        "Sub2": { "loop": -1, "suspend": "Sub", "run": 100 },
+        "Display": { "loop": -1, "suspend": "Browser", "run": 300 }
+      }, "global": { "duration": 1 } }"#;
+    let w = rtapp(text, &cpus(2));
+    let r = run(&w, "cfs");
+    // (A migrated task also pays the cache-cold migration cost: 10 us.)
+    for sub in ["Sub1", "Sub2"] {
+        let ran = task_cpu(&r, sub);
+        assert!((15 * 100_000..=15 * 100_000 + 30_000).contains(&ran), "{sub} ran {ran} ns");
+    }
+    let display = task_cpu(&r, "Display");
+    assert!((3 * 300_000..=3 * 300_000 + 30_000).contains(&display), "Display ran {display} ns");
+}
+
+#[test]
 fn a_signal_nobody_waits_for_is_lost() {
     // The notifier signals before the listener first waits (delay): the
     // condition keeps no token, so the listener sleeps until the next one.

@@ -9,7 +9,8 @@
 //! and relative/absolute catch-up; lock/unlock a mutex; signal, broad, wait
 //! and sync on condition variables (a signal without a waiter is lost);
 //! barrier (users counted from the file as rt-app counts them); suspend and
-//! resume; yield; fork of a task with `instance: 0`; sem_post/sem_wait.
+//! resume on named resources, created on first use (a resume nobody waits
+//! for is lost); yield; fork of a task with `instance: 0`; sem_post/sem_wait.
 //! Task properties: instance, delay, loop, phases with their loops, cpus,
 //! policy with priority (nice for SCHED_OTHER/BATCH/IDLE), taskgroup (a
 //! cgroup path with default weights).
@@ -497,15 +498,21 @@ impl Conv<'_> {
                     };
                     out.push(Op::Barrier(id as u32));
                 }
+                // rt-app: suspend blocks on the resource its string names
+                // (workgen fills an empty one with the thread's name), and
+                // resume wakes whoever waits on the resource it names. A
+                // resource is created on first use, and a resume nobody
+                // waits for is lost, as rt-app's condition variable loses it.
                 "suspend" => {
-                    let c = self.cond(&format!("suspend:{task_name}"));
+                    let resource = match v {
+                        Json::Str(s) if !s.is_empty() => s.clone(),
+                        _ => task_name.to_string(),
+                    };
+                    let c = self.cond(&format!("suspend:{resource}"));
                     out.push(Op::CondWait { cond: c, mutex: None });
                 }
                 "resume" => {
                     let target = string(v)?;
-                    if !self.names.contains(&target) {
-                        return Err(here(format!("resumes \"{target}\", which is not a task of this file")));
-                    }
                     let c = self.cond(&format!("suspend:{target}"));
                     out.push(Op::CondBroadcast(c));
                 }
