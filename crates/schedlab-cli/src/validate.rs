@@ -656,18 +656,10 @@ fn guest_costs(
     Ok((costs, notes))
 }
 
-/// What went wrong when `e` is a guest kernel that crashed (the first line
-/// of its oops) or hung before its init (the first stall it reported).
-fn crash_line(e: &anyhow::Error) -> Option<String> {
-    let vm = e.chain().find_map(|c| c.downcast_ref::<schedlab_vm::VmError>())?;
-    let (console, what) = match vm {
-        schedlab_vm::VmError::NoResult { console } => (console, "crashed"),
-        schedlab_vm::VmError::BootTimeout { console, .. } => (console, "hung while booting"),
-        _ => return None,
-    };
-    let signs = ["BUG:", "general protection fault", "Oops:", "kernel BUG", "Kernel panic", "stall", "starved"];
-    let line = console.lines().find(|l| signs.iter().any(|o| l.contains(o))).unwrap_or("(no oops or stall printed)");
-    Some(format!("{what}: {}", line.trim().chars().take(200).collect::<String>()))
+/// What went wrong when `e` is a guest kernel that crashed or hung while
+/// booting ([`schedlab_vm::VmError::kernel_failure`]).
+fn kernel_failure(e: &anyhow::Error) -> Option<String> {
+    e.chain().find_map(|c| c.downcast_ref::<schedlab_vm::VmError>())?.kernel_failure()
 }
 
 fn append_line(path: &Path, line: &str) -> Result<()> {
@@ -784,18 +776,20 @@ pub fn run(opts: Options) -> Result<()> {
                     );
                     let cm = experiment_common(exp, duration, run as u64);
                     let w = load_workload(&cm)?;
-                    let mut r = match vm::run(&cm, &w, &c.kernel_file, label, &vm_args, &host) {
-                        Err(e) if crash_line(&e).is_some() => {
+                    let first = vm::run(&cm, &w, &c.kernel_file, label, &vm_args, &host);
+                    let failure = first.as_ref().err().and_then(kernel_failure);
+                    let mut r = match (first, failure) {
+                        (Err(_), Some(failure)) => {
                             // A kernel that crashes is a finding, kept on the
                             // page; the run is booted once more.
-                            let what = format!("{} run {run}: {}", exp.id, crash_line(&e).unwrap_or_default());
+                            let what = format!("{} run {run}: {failure}", exp.id);
                             eprintln!("schedlab: validate: {label} failed ({what}); booting it again");
                             append_line(&crashes_file, &what)?;
                             c.crashes.push(what);
                             vm::run(&cm, &w, &c.kernel_file, label, &vm_args, &host)
                                 .context("the kernel failed twice in a row")?
                         }
-                        other => other?,
+                        (first, _) => first?,
                     };
                     if let Some(h) = r.host.as_mut() {
                         h.notes.push(format!("{IDLE_NOTE}{idle:.2}"));

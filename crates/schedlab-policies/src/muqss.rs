@@ -133,14 +133,10 @@ impl Muqss {
 
 /// rq_order: the runqueues of `order`'s CPUs, each once, in that order.
 fn rq_order(order: &[CpuId], queue_of: &[CpuId]) -> Vec<CpuId> {
-    let mut out: Vec<CpuId> = Vec::new();
-    for &c in order {
-        let q = queue_of[c as usize];
-        if !out.contains(&q) {
-            out.push(q);
-        }
-    }
-    out
+    // A mark per runqueue: a search of the list so far was quadratic in
+    // CPUs per CPU with a runqueue each (rqshare=none).
+    let mut seen = vec![false; queue_of.len()];
+    order.iter().map(|&c| queue_of[c as usize]).filter(|&q| !std::mem::replace(&mut seen[q as usize], true)).collect()
 }
 
 impl Policy for Muqss {

@@ -131,6 +131,28 @@ pub enum VmError {
     NoResult { console: String },
 }
 
+/// How a kernel's oops or panic begins on its console.
+const OOPS: [&str; 5] = ["BUG:", "general protection fault", "Oops:", "kernel BUG", "Kernel panic"];
+/// How a kernel that hangs while booting says why (RCU stall reports).
+const STALL: [&str; 2] = ["stall", "starved"];
+
+impl VmError {
+    /// What went wrong when the guest kernel itself failed: "crashed: " and
+    /// the first line of its oops, or "hung while booting: " and the first
+    /// stall it reported. None for every other error (a run that timed out,
+    /// a setup error, an interruption).
+    pub fn kernel_failure(&self) -> Option<String> {
+        let (console, what, signs): (&str, &str, &[&str]) = match self {
+            VmError::NoResult { console } => (console, "crashed", &OOPS),
+            VmError::BootTimeout { console, .. } => (console, "hung while booting", &[&OOPS[..], &STALL[..]].concat()),
+            _ => return None,
+        };
+        let line =
+            console.lines().find(|l| signs.iter().any(|o| l.contains(o))).unwrap_or("(no oops or stall printed)");
+        Some(format!("{what}: {}", line.trim().chars().take(200).collect::<String>()))
+    }
+}
+
 fn console_tail(console: &str) -> String {
     let lines: Vec<&str> = console.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
@@ -139,8 +161,7 @@ fn console_tail(console: &str) -> String {
     // A kernel's oops says what went wrong in its first lines (the BUG or
     // general protection line, RIP and the call trace); the last lines of a
     // panic are only its registers and "Shutting down cpus".
-    let oops = ["BUG:", "general protection fault", "Oops:", "kernel BUG", "Kernel panic"];
-    if let Some(first) = lines.iter().position(|l| oops.iter().any(|o| l.contains(o))) {
+    if let Some(first) = lines.iter().position(|l| OOPS.iter().any(|o| l.contains(o))) {
         let shown = &lines[first..lines.len().min(first + 40)];
         return format!("; the kernel crashed:\n  {}", shown.join("\n  "));
     }
@@ -383,4 +404,30 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
     let marker = result.rfind(guest::EXIT_MARKER).ok_or_else(|| VmError::NoResult { console: console.clone() })?;
     let exit_code = result[marker + guest::EXIT_MARKER.len()..].trim().parse().unwrap_or(-1);
     Ok(VmRun { stdout: result[..marker].trim().to_string(), exit_code, accel, console, warnings, boot })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_failure_is_named_by_its_first_oops_or_stall_line() {
+        let crashed = VmError::NoResult {
+            console: "booting\n  RIP: 0010:x\nOops: int3: 0000 [#1] SMP\nKernel panic - not syncing\n".into(),
+        };
+        assert_eq!(crashed.kernel_failure().unwrap(), "crashed: Oops: int3: 0000 [#1] SMP");
+        let hung = VmError::BootTimeout {
+            accel: Accel::Tcg,
+            timeout: Duration::from_secs(90),
+            console: "rcu: INFO: rcu_sched detected stalls on CPUs/tasks:\n".into(),
+        };
+        assert_eq!(
+            hung.kernel_failure().unwrap(),
+            "hung while booting: rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
+        );
+        // A run that was only slow is not the kernel's failure.
+        let slow = VmError::RunTimeout { timeout: Duration::from_secs(1), console: "Kernel panic\n".into() };
+        assert!(slow.kernel_failure().is_none());
+        assert!(crashed.to_string().contains("the kernel crashed:\n  Oops: int3"));
+    }
 }

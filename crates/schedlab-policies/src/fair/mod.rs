@@ -840,12 +840,12 @@ impl Fair {
             let change = node.enqueue(sys.now, how == Enqueue::Wakeup, old != target);
             self.tt_type_changed(cpu, t, change);
         }
-        if old != target && self.cacule.is_some() {
-            // ENQUEUE_MIGRATED (6.1.y's activate_task sets it on every
-            // migration): cache-cold, and not movable by RDB until it runs.
-            self.cnodes[se as usize].exec_start = 0;
-        }
         if old != target {
+            if self.cacule.is_some() {
+                // ENQUEUE_MIGRATED (6.1.y's activate_task sets it on every
+                // migration): cache-cold, and not movable by RDB until it runs.
+                self.cnodes[se as usize].exec_start = 0;
+            }
             if self.variant == Variant::Cfs && how != Enqueue::New && self.cacule.is_none() {
                 let delta = self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
                 self.ents[se as usize].vruntime += delta;

@@ -42,7 +42,10 @@ pub(super) struct Rdb {
     next_balance: Vec<u64>,
     interval_jiffies: u64,
     tick_ns: Nanos,
-    llc: Vec<u32>,
+    /// Per CPU, the CPUs every search visits from it: those sharing its LLC,
+    /// then the others, in CPU order (for_each_online_cpu twice, the
+    /// cores_round first).
+    order: Vec<Vec<CpuId>>,
     /// Tasks moved, for the report.
     pub moves: u64,
 }
@@ -51,6 +54,13 @@ impl Rdb {
     pub fn new(w: &Workload, interval_ms: u64) -> Rdb {
         let n = w.nr_cpus() as usize;
         let hz = w.machine.hz as u64;
+        let llc = |c: CpuId| w.machine.topology.llc_of(c);
+        let order = (0..n as CpuId)
+            .map(|this| {
+                let others = (0..n as CpuId).filter(|&c| c != this);
+                others.clone().filter(|&c| llc(c) == llc(this)).chain(others.filter(|&c| llc(c) != llc(this))).collect()
+            })
+            .collect();
         Rdb {
             to_migrate: vec![None; n],
             max_is: vec![u32::MAX; n],
@@ -58,21 +68,18 @@ impl Rdb {
             // msecs_to_jiffies rounds up.
             interval_jiffies: (interval_ms * hz).div_ceil(1000),
             tick_ns: w.machine.tick_ns(),
-            llc: (0..n as CpuId).map(|c| w.machine.topology.llc_of(c)).collect(),
+            order,
             moves: 0,
         }
     }
 
     fn nr_cpus(&self) -> CpuId {
-        self.llc.len() as CpuId
+        self.order.len() as CpuId
     }
 
-    /// The CPUs a search visits from `this`: those sharing its LLC, then
-    /// the others (for_each_online_cpu twice, cores_round first).
-    fn search_order(&self, this: CpuId) -> impl Iterator<Item = CpuId> + '_ {
-        let same = move |c: CpuId| self.llc[c as usize] == self.llc[this as usize];
-        let n = self.nr_cpus();
-        (0..n).filter(move |&c| c != this && same(c)).chain((0..n).filter(move |&c| c != this && !same(c)))
+    /// The `i`th CPU a search from `this` visits, if any.
+    fn nth(&self, this: CpuId, i: usize) -> Option<CpuId> {
+        self.order[this as usize].get(i).copied()
     }
 }
 
@@ -87,14 +94,13 @@ impl Fair {
 
     /// update_IS: the waiting task with the lowest interactivity score.
     pub(super) fn rdb_update_is(&mut self, sys: &Sys, cpu: CpuId) {
-        let m = self.cacule.as_ref().expect("cacule").interactivity_factor;
         let running = sys.cpus[cpu as usize].curr;
         let mut best: Option<(TaskId, u32)> = None;
         for &t in &self.cpu_tasks[cpu as usize] {
             if Some(t) == running {
                 continue;
             }
-            let score = self.cnodes[self.per_task[t as usize].se as usize].score(sys.now, m) as u32;
+            let score = self.cacule_score(self.per_task[t as usize].se, sys.now) as u32;
             if score < best.map_or(u32::MAX, |b| b.1) {
                 best = Some((t, score));
             }
@@ -187,8 +193,8 @@ impl Fair {
 
     /// try_push_any: this CPU's candidate to a CPU running two fewer.
     fn rdb_push_any(&mut self, sys: &mut Sys, this: CpuId) {
-        let order: Vec<CpuId> = self.rdb().search_order(this).collect();
-        for dst in order {
+        for i in 0.. {
+            let Some(dst) = self.rdb().nth(this, i) else { return };
             if sys.cpus[dst as usize].nr_running + 1 >= sys.cpus[this as usize].nr_running {
                 continue;
             }
@@ -203,8 +209,8 @@ impl Fair {
     /// try_pull_any: from a CPU whose candidate scores below this CPU's.
     fn rdb_pull_any(&mut self, sys: &mut Sys, this: CpuId) {
         let this_max = self.rdb().max_is[this as usize];
-        let order: Vec<CpuId> = self.rdb().search_order(this).collect();
-        for src in order {
+        for i in 0.. {
+            let Some(src) = self.rdb().nth(this, i) else { return };
             let Some(t) = self.rdb_candidate(sys, src) else { continue };
             if self.rdb().max_is[src as usize] >= this_max {
                 continue;
@@ -218,8 +224,8 @@ impl Fair {
 
     /// sched_balance_newidle under RDB: the first candidate that can move.
     pub(super) fn rdb_newidle(&mut self, sys: &mut Sys, this: CpuId) {
-        let order: Vec<CpuId> = self.rdb().search_order(this).collect();
-        for src in order {
+        for i in 0.. {
+            let Some(src) = self.rdb().nth(this, i) else { return };
             let Some(t) = self.rdb_candidate(sys, src) else { continue };
             if self.rdb_can_migrate(sys, t, this, src) {
                 self.rdb_move(sys, t, src, this, true);
