@@ -113,6 +113,12 @@ pub(crate) fn kernel_label(file: &Path) -> String {
 /// Boots `kernel` on `topology` vCPUs, runs `job` in it and returns what
 /// it printed, after passing its warnings and messages on to stderr; a
 /// failed command is an error naming what it said.
+/// The extra figure of a vm report: host CPUs that processes other than
+/// QEMU used while the guest ran (steal time included).
+pub(crate) const HOST_OTHERS: &str = "host_other_processes_cpus";
+/// From this much, the report says so.
+const HOST_OTHERS_WARN_CPUS: f64 = 0.1;
+
 fn run_in_guest(
     job: &schedlab_vm::GuestJob,
     kernel: &Path,
@@ -213,6 +219,7 @@ pub(crate) fn run(
     let mut report: Report = serde_json::from_str(&out.stdout)
         .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
     report.source = "vm".into();
+    report.extra.push((HOST_OTHERS.to_string(), (out.host_others_cpus * 100.0).round() / 100.0));
     report.scheduler = format!("{label} (vm)");
     let cpus = topology.iter().product::<u32>();
     if let Some(h) = report.host.as_mut() {
@@ -225,6 +232,13 @@ pub(crate) fn run(
             kernel.display()
         );
         h.notes.push(format!("guest booted in {}", format_duration(out.boot.as_nanos() as u64)));
+        if out.host_others_cpus >= HOST_OTHERS_WARN_CPUS {
+            h.notes.push(format!(
+                "other processes on the host used {:.2} CPUs while the guest ran: its vCPUs waited for them, and a \
+                 vCPU that waits longer than a jiffy loses ticks",
+                out.host_others_cpus
+            ));
+        }
         if out.accel == schedlab_vm::Accel::Tcg {
             h.notes.push(
                 "TCG emulates the CPU: the kernel's decisions are real, costs and absolute latencies are not this \

@@ -427,6 +427,12 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
         skip(&format!("a guest started with only {least_idle:.2} host CPUs idle, 1.5 are needed:\n{stderr}"));
         return;
     }
+    // validate boots a run again when the host took the guest's CPUs or
+    // the guest lost ticks, and gives up after three such boots in a row.
+    if !out.status.success() && stderr.contains("validate needs a quiet host") {
+        skip(&format!("the host disturbed three boots of one run in a row:\n{stderr}"));
+        return;
+    }
     if !out.status.success() && others > OTHERS_LIMIT {
         skip(&format!("other processes took {others:.2} host CPUs during the guests' runs:\n{stderr}"));
         return;

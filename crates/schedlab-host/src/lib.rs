@@ -870,6 +870,41 @@ fn cpu_accounting(
     (per_cpu, machine_busy.saturating_sub(own))
 }
 
+/// The extra figure of a host report that says whether the kernel got its
+/// timer ticks: /proc/stat's busy time on the workload's busy CPUs per
+/// second they were not idle, in percent (the least of those CPUs). The
+/// kernel counts busy time one tick at a time and idle time from the
+/// clock (NO_HZ), so a CPU that lost ticks (a virtual CPU its host did not
+/// run for longer than a jiffy: the missed ticks are skipped, not
+/// delivered late) counts less busy time than it was busy, and every slice
+/// that ends at a tick ran longer.
+pub const TICKS_DELIVERED: &str = "ticks_delivered_pct";
+/// Below this, the report says that ticks were lost: /proc/stat counts in
+/// 10 ms units, 0.3% of a 3 s run.
+const TICKS_LOST_WARN_PCT: f64 = 97.0;
+
+/// The TICKS_DELIVERED figure over CPUs busy at least half of `window`;
+/// None where none was. `stat_count` is how many times the kernel counts a
+/// busy CPU's time (2 under MuQSS).
+fn ticks_delivered_pct(
+    cpu_map: &[usize],
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    window: Nanos,
+    stat_count: u64,
+) -> Option<f64> {
+    let unit = 1e9 / sys::user_hz() as f64;
+    cpu_map
+        .iter()
+        .filter_map(|&hc| {
+            let ((b0, i0), (b1, i1)) = (*stat0.get(hc)?, *stat1.get(hc)?);
+            let busy = b1.saturating_sub(b0) as f64 * unit / stat_count as f64;
+            let not_idle = window as f64 - i1.saturating_sub(i0) as f64 * unit;
+            (not_idle >= window as f64 * 0.5).then(|| (busy * 100.0 / not_idle * 10.0).round() / 10.0)
+        })
+        .reduce(f64::min)
+}
+
 /// The run's report, and the warning that other processes competed with
 /// it when they took FOREIGN_LOAD_WARN_PCT or more (also among its notes).
 #[allow(clippy::too_many_arguments)]
@@ -985,6 +1020,13 @@ fn build_report(
         )
     });
     host.notes.extend(foreign.clone());
+    let ticks_pct = ticks_delivered_pct(&sh.cpu_map, stat0, stat1, stop - t0, stat_count);
+    if let Some(pct) = ticks_pct.filter(|&p| p < TICKS_LOST_WARN_PCT) {
+        host.notes.push(format!(
+            "the busy CPUs took {pct:.1}% of their timer ticks: the kernel lost ticks (a virtual CPU its host did \
+             not run for over a jiffy), which lengthens every slice that ends at a tick"
+        ));
+    }
     let frame = ReportFrame {
         source: "host".into(),
         scheduler: format!("linux {} (this machine)", host.kernel_release),
@@ -1001,6 +1043,7 @@ fn build_report(
         per_cpu,
         extra: std::iter::once(("other_processes_cpu_pct", other_pct))
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
+            .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
             .map(|(name, pct)| (name.to_string(), (pct * 10.0).round() / 10.0))
             .collect(),
         absent,
@@ -1009,4 +1052,27 @@ fn build_report(
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
     (assemble(frame, raw, &names, &spec_lat, &spec_rps), foreign)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_ticks_show_as_busy_time_not_counted() {
+        let hz = sys::user_hz();
+        // A 3 s window; CPU 0 busy throughout with 6% of its ticks lost,
+        // CPU 1 busy with every tick, CPU 2 idle most of the time.
+        let window = 3_000_000_000;
+        let stat0 = [(0, 0), (0, 0), (0, 0)];
+        let stat1 = [(3 * hz * 94 / 100, 0), (3 * hz, 0), (hz / 10, 3 * hz - hz / 10)];
+        let pct = ticks_delivered_pct(&[0, 1, 2], &stat0, &stat1, window, 1).unwrap();
+        assert!((pct - 94.0).abs() < 0.5, "{pct}");
+        assert_eq!(ticks_delivered_pct(&[1, 2], &stat0, &stat1, window, 1), Some(100.0));
+        // An idle CPU says nothing of ticks.
+        assert_eq!(ticks_delivered_pct(&[2], &stat0, &stat1, window, 1), None);
+        // MuQSS counts busy time twice.
+        let doubled = [(6 * hz, 0)];
+        assert_eq!(ticks_delivered_pct(&[0], &stat0[..1], &doubled, window, 2), Some(100.0));
+    }
 }

@@ -103,6 +103,10 @@ pub struct VmRun {
     pub warnings: Vec<String>,
     /// From QEMU's start to the guest's init.
     pub boot: Duration,
+    /// Host CPUs that processes other than QEMU used while the job ran,
+    /// on average (steal time included): a guest's vCPUs hold their tick
+    /// rate only while the host's CPUs are theirs.
+    pub host_others_cpus: f64,
 }
 
 impl VmRun {
@@ -288,6 +292,18 @@ impl Launch<'_> {
         }
     }
 
+    /// `wait` for the job's end, sampling the host's load meanwhile.
+    fn wait_sampling(&self, q: &mut Qemu, timeout: Duration, load: &HostLoad) -> Result<Ended, VmError> {
+        let start = Instant::now();
+        loop {
+            load.sample();
+            match self.wait(q, None, POLL.min(timeout.saturating_sub(start.elapsed())))? {
+                Ended::TimedOut if start.elapsed() < timeout => continue,
+                ended => return Ok(ended),
+            }
+        }
+    }
+
     fn qemu_stderr(&self) -> String {
         read_lossy(&self.dir.join("qemu.err")).trim().to_string()
     }
@@ -311,6 +327,61 @@ impl Launch<'_> {
             }
         }
     }
+}
+
+/// The host's busy time against QEMU's own CPU time, from the job's start
+/// to QEMU's last sample before it exits.
+struct HostLoad {
+    pid: u32,
+    start: Instant,
+    busy0: u64,
+    qemu0: u64,
+    /// (host busy, QEMU's CPU time, when), both in USER_HZ ticks.
+    last: std::cell::Cell<(u64, u64, Instant)>,
+}
+
+impl HostLoad {
+    fn start(pid: u32) -> HostLoad {
+        let (busy0, qemu0) = (host_busy(), process_cpu(pid).unwrap_or(0));
+        let now = Instant::now();
+        HostLoad { pid, start: now, busy0, qemu0, last: std::cell::Cell::new((busy0, qemu0, now)) }
+    }
+
+    fn sample(&self) {
+        if let Some(cpu) = process_cpu(self.pid) {
+            self.last.set((host_busy(), cpu, Instant::now()));
+        }
+    }
+
+    fn others_cpus(&self) -> f64 {
+        let (busy, qemu, at) = self.last.get();
+        let secs = (at - self.start).as_secs_f64();
+        if secs <= 0.0 {
+            return 0.0;
+        }
+        let others = busy.saturating_sub(self.busy0).saturating_sub(qemu.saturating_sub(self.qemu0));
+        // SAFETY: sysconf has no side effects.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        others as f64 / hz / secs
+    }
+}
+
+/// All host CPUs' busy time from /proc/stat (all but idle and iowait,
+/// steal included), USER_HZ ticks.
+fn host_busy() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu = stat.lines().next().unwrap_or_default();
+    let v: Vec<u64> = cpu.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    v.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum()
+}
+
+/// utime + stime of a process (every thread), USER_HZ ticks.
+fn process_cpu(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; the fields after it do not.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 fn kvm_usable() -> bool {
@@ -391,7 +462,10 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
             }
         }
     };
-    match launch.wait(&mut q, None, opts.run_timeout)? {
+    let load = HostLoad::start(q.child.id());
+    let ended = launch.wait_sampling(&mut q, opts.run_timeout, &load)?;
+    let host_others_cpus = load.others_cpus();
+    match ended {
         Ended::Exited => {}
         Ended::TimedOut | Ended::Marker => {
             return Err(VmError::RunTimeout { timeout: opts.run_timeout, console: read_lossy(&launch.console()) });
@@ -403,7 +477,15 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
     let result = read_lossy(&launch.result());
     let marker = result.rfind(guest::EXIT_MARKER).ok_or_else(|| VmError::NoResult { console: console.clone() })?;
     let exit_code = result[marker + guest::EXIT_MARKER.len()..].trim().parse().unwrap_or(-1);
-    Ok(VmRun { stdout: result[..marker].trim().to_string(), exit_code, accel, console, warnings, boot })
+    Ok(VmRun {
+        stdout: result[..marker].trim().to_string(),
+        exit_code,
+        accel,
+        console,
+        warnings,
+        boot,
+        host_others_cpus,
+    })
 }
 
 #[cfg(test)]
