@@ -26,6 +26,11 @@ pub enum SimError {
     TooManyTasks { task: String, limit: u64 },
     #[error("{0}")]
     Invariant(String),
+    /// The policy answered a hook with something the engine cannot do: a
+    /// task that cannot run there, a CPU that does not exist, an idle CPU
+    /// with tasks waiting on it.
+    #[error("policy '{policy}' at {}: {what}", crate::time::format_duration(*at))]
+    PolicyBroke { policy: String, at: Nanos, what: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -350,6 +355,9 @@ impl<'w> Engine<'w> {
             if let Some(err) = self.error.take() {
                 return Err(err);
             }
+            if let Some(what) = self.sys.broken.take() {
+                return Err(SimError::PolicyBroke { policy: self.policy.name().to_string(), at, what });
+            }
             if self.opts.check_invariants {
                 self.check_invariants()?;
             }
@@ -473,11 +481,19 @@ impl<'w> Engine<'w> {
             }
         }
         let prio = rt_prio(self.sys.tasks[t as usize].policy);
-        let cpu = match prio {
+        let mut cpu = match prio {
             Some(p) => self.rt.select_cpu(&self.sys, t, prev, p),
             None => self.policy.select_cpu(&mut self.sys, t, prev, kind),
         };
-        debug_assert!(self.sys.allowed(t, cpu), "select_cpu chose a CPU outside the task's affinity");
+        if cpu >= self.sys.nr_cpus || !self.sys.allowed(t, cpu) {
+            self.sys.broke(format!(
+                "select_cpu placed task {t} ({}) on CPU {cpu}, {}",
+                self.w.tasks[self.sys.tasks[t as usize].spec as usize].name,
+                if cpu >= self.sys.nr_cpus { "which does not exist" } else { "outside its affinity" }
+            ));
+            // Placed somewhere it may run until the run ends with the error.
+            cpu = (0..self.sys.nr_cpus).find(|&c| self.sys.allowed(t, c)).unwrap_or(prev);
+        }
         if new {
             self.alive += 1;
             self.progs[t as usize].stats.created = now;
@@ -943,11 +959,55 @@ impl<'w> Engine<'w> {
             }
             return Some(t);
         }
-        if let Some(t) = self.policy.pick_next(&mut self.sys, cpu) {
-            return Some(t);
+        let mut next = self.policy.pick_next(&mut self.sys, cpu);
+        if next.is_none() {
+            self.policy.newidle_balance(&mut self.sys, cpu);
+            next = self.policy.pick_next(&mut self.sys, cpu);
         }
-        self.policy.newidle_balance(&mut self.sys, cpu);
-        self.policy.pick_next(&mut self.sys, cpu)
+        self.checked_pick(cpu, next)
+    }
+
+    /// The policy's pick, if the engine can run it: a task that is
+    /// runnable, queued on this CPU and allowed there; and no pick only
+    /// when no task waits on the CPU. Otherwise the policy broke the
+    /// interface: the run ends with the reason, the CPU idle meanwhile.
+    fn checked_pick(&mut self, cpu: CpuId, next: Option<TaskId>) -> Option<TaskId> {
+        let name = |t: TaskId| &self.w.tasks[self.sys.tasks[t as usize].spec as usize].name;
+        let why = match next {
+            None if self.sys.cpus[cpu as usize].nr_running > self.policy.held_back(&self.sys, cpu) => {
+                let waiting = self.sys.tasks.iter().position(|i| i.cpu == cpu && i.state == TaskState::Runnable);
+                format!(
+                    "CPU {cpu} went idle with {} runnable task(s) on its runqueue{}: pick_next must return one (or \
+                     the policy must move them with sys.migrate)",
+                    self.sys.cpus[cpu as usize].nr_running,
+                    waiting.map(|t| format!(", task {t} ({}) among them", name(t as TaskId))).unwrap_or_default()
+                )
+            }
+            None => return None,
+            Some(t) if t as usize >= self.sys.tasks.len() => {
+                format!("CPU {cpu} picked task {t}, which does not exist ({} tasks)", self.sys.tasks.len())
+            }
+            Some(t) => {
+                let info = &self.sys.tasks[t as usize];
+                if info.state == TaskState::Running {
+                    format!("CPU {cpu} picked task {t} ({}), which runs on CPU {}", name(t), info.cpu)
+                } else if info.state != TaskState::Runnable {
+                    format!("CPU {cpu} picked task {t} ({}), which is {:?}, not runnable", name(t), info.state)
+                } else if info.cpu != cpu {
+                    format!(
+                        "CPU {cpu} picked task {t} ({}), which is queued on CPU {}: move it with sys.migrate first",
+                        name(t),
+                        info.cpu
+                    )
+                } else if !self.sys.allowed(t, cpu) {
+                    format!("CPU {cpu} picked task {t} ({}), outside its affinity", name(t))
+                } else {
+                    return next;
+                }
+            }
+        };
+        self.sys.broke(why);
+        None
     }
 
     fn check_invariants(&self) -> Result<(), SimError> {

@@ -105,6 +105,9 @@ pub struct Sys {
     pub(crate) migrations: u64,
     /// Queued tasks the policy moved (task, from, to), for the observer.
     pub(crate) moved: Vec<(TaskId, CpuId, CpuId)>,
+    /// The first rule of this interface the policy broke, if it did: the
+    /// engine ends the run with it (see `Engine::run`).
+    pub(crate) broken: Option<String>,
     /// Idle CPUs per LLC, busy threads per core and fully idle cores per
     /// LLC, kept with nr_running so that idle searches can skip a busy LLC
     /// in O(1) (the answer is the same as scanning it).
@@ -132,6 +135,7 @@ impl Sys {
             timers: Vec::new(),
             migrations: 0,
             moved: Vec::new(),
+            broken: None,
             idle_in_llc: vec![topology.threads_per_core * topology.cores_per_llc; topology.llcs as usize],
             busy_in_core: vec![0; (topology.llcs * topology.cores_per_llc) as usize],
             idle_cores_in_llc: vec![topology.cores_per_llc; topology.llcs as usize],
@@ -245,9 +249,23 @@ impl Sys {
     /// Record that a queued (not running) task moved to another CPU's
     /// runqueue. The policy moves it in its own queues.
     pub fn migrate(&mut self, t: TaskId, to: CpuId) {
+        if (t as usize) >= self.tasks.len() || to >= self.nr_cpus {
+            self.broke(format!(
+                "moved task {t} to CPU {to}: the run has {} tasks and {} CPUs",
+                self.tasks.len(),
+                self.nr_cpus
+            ));
+            return;
+        }
         let from = self.tasks[t as usize].cpu;
-        debug_assert!(self.allowed(t, to), "policy moved task {t} outside its affinity");
-        debug_assert_ne!(self.tasks[t as usize].state, TaskState::Running);
+        if !self.allowed(t, to) {
+            self.broke(format!("moved task {t} to CPU {to}, outside its affinity"));
+            return;
+        }
+        if self.tasks[t as usize].state == TaskState::Running {
+            self.broke(format!("moved task {t} to CPU {to} while it runs on CPU {from}: only queued tasks move"));
+            return;
+        }
         if from == to {
             return;
         }
@@ -258,6 +276,12 @@ impl Sys {
         self.tasks[t as usize].cpu = to;
         self.migrations += 1;
         self.moved.push((t, from, to));
+    }
+
+    /// Records that the policy broke a rule of this interface (the first
+    /// one is reported).
+    pub(crate) fn broke(&mut self, what: String) {
+        self.broken.get_or_insert(what);
     }
 
     /// Call `Policy::timer(token)` at time `at`.
@@ -283,17 +307,30 @@ pub trait Policy {
     fn name(&self) -> &'static str;
 
     /// The tunables in force, under the kernel's names.
-    fn tunables(&self) -> Vec<Tunable>;
+    fn tunables(&self) -> Vec<Tunable> {
+        Vec::new()
+    }
 
     /// Once, before the first event: arm timers the policy keeps running.
     fn init(&mut self, _sys: &mut Sys) {}
 
     /// A task was created (sched_fork); set up its state. `parent` is the
     /// forking task, if any.
-    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>);
+    fn task_new(&mut self, _sys: &mut Sys, _t: TaskId, _parent: Option<TaskId>) {}
 
-    /// select_task_rq: which CPU a waking or new task goes to.
-    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId;
+    /// select_task_rq: which CPU a waking or new task goes to. By default
+    /// `prev` when it is idle, else the first idle CPU after it that the
+    /// task may use, else `prev` (or the first CPU it may use).
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
+        let n = sys.nr_cpus;
+        let allowed_prev = if sys.allowed(t, prev) { Some(prev) } else { None };
+        (0..n)
+            .map(|i| (prev + i) % n)
+            .find(|&c| sys.idle(c) && sys.allowed(t, c))
+            .or(allowed_prev)
+            .or_else(|| (0..n).find(|&c| sys.allowed(t, c)))
+            .unwrap_or(prev)
+    }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue);
 
@@ -314,25 +351,36 @@ pub trait Policy {
     fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool);
 
     /// update_curr: the running task ran `delta` more nanoseconds.
-    fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos);
+    fn account(&mut self, _sys: &mut Sys, _cpu: CpuId, _t: TaskId, _delta: Nanos) {}
 
     /// The periodic tick on a CPU running a task; may call `sys.resched`.
-    fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId);
+    fn tick(&mut self, _sys: &mut Sys, _cpu: CpuId, _curr: TaskId) {}
 
     /// wakeup_preempt: should `woken`, just enqueued on this CPU, preempt
-    /// the running `curr`?
-    fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool;
+    /// the running `curr`? By default it does not.
+    fn wakeup_preempt(&mut self, _sys: &mut Sys, _cpu: CpuId, _curr: TaskId, _woken: TaskId) -> bool {
+        false
+    }
 
-    /// sched_yield() by the running task.
-    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId);
+    /// sched_yield() by the running task; the engine picks after it (the
+    /// task stays current for `pick_next`). By default nothing changes.
+    fn yield_task(&mut self, _sys: &mut Sys, _cpu: CpuId, _t: TaskId) {}
 
     /// Periodic load balancing, called from the tick of every busy CPU (idle
     /// CPUs have no tick under NO_HZ: the policy balances for them from a
     /// busy CPU, as the kernel's NO_HZ idle balancer does).
-    fn balance(&mut self, sys: &mut Sys, cpu: CpuId, idle: bool);
+    fn balance(&mut self, _sys: &mut Sys, _cpu: CpuId, _idle: bool) {}
 
     /// The CPU is about to go idle: pull work if the policy does.
-    fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId);
+    fn newidle_balance(&mut self, _sys: &mut Sys, _cpu: CpuId) {}
+
+    /// Runnable tasks on `cpu` the policy holds back on purpose (those of
+    /// a throttled group, as cpu.max does): the engine lets the CPU go idle
+    /// while no more than these wait on it, and calls a policy that idles
+    /// with more waiting broken.
+    fn held_back(&self, _sys: &Sys, _cpu: CpuId) -> u32 {
+        0
+    }
 
     /// A timer armed with `Sys::arm_timer` fired.
     fn timer(&mut self, _sys: &mut Sys, _token: u64) {}

@@ -2021,6 +2021,19 @@ impl Policy for Fair {
         self.lb = Some(lb);
     }
 
+    /// The tasks of this CPU's throttled cfs_rqs: each throttle took its
+    /// h_nr_running out of its (unthrottled) ancestors, so the sum counts
+    /// each held task once.
+    fn held_back(&self, _sys: &Sys, cpu: CpuId) -> u32 {
+        self.bw
+            .iter()
+            .flatten()
+            .flat_map(|bw| bw.throttled.iter())
+            .filter(|&&rq| self.rqs[rq as usize].throttled && self.rqs[rq as usize].cpu == cpu)
+            .map(|&rq| self.rqs[rq as usize].h_nr_running)
+            .sum()
+    }
+
     fn timer(&mut self, sys: &mut Sys, token: u64) {
         if token & TIMER_BANDWIDTH != 0 {
             let g = (token & !TIMER_BANDWIDTH) as usize;
