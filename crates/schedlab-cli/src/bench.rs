@@ -7,7 +7,6 @@
 use crate::{Common, common, load_workload, simulate};
 use anyhow::{Result, anyhow};
 use rayon::prelude::*;
-use schedlab_policies::POLICIES;
 use schedlab_sim::Workload;
 use schedlab_sim::workload::scaling_workload;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -112,7 +111,7 @@ pub fn run(quick: bool) -> Result<()> {
     for (label, c) in &cases {
         let w = load_workload(c)?;
         let tasks = w.tasks.iter().map(|t| t.count as usize).sum();
-        for p in POLICIES {
+        for p in schedlab_policies::all() {
             println!("{}", row(label, p.name, &measure(&w, p.name, tasks)?));
         }
     }
@@ -124,7 +123,7 @@ pub fn run(quick: bool) -> Result<()> {
     );
     let counts: &[u32] = if quick { &[100, 1_000, 10_000] } else { &[100, 1_000, 10_000, 100_000] };
     let half = 500_000_000 / scale;
-    for p in POLICIES {
+    for p in schedlab_policies::all() {
         let mut steady_at = Vec::new();
         for &n in counts {
             // The run from 0 to 2d, and its second half alone as the
@@ -169,7 +168,9 @@ fn compare_speedup(w: &Workload) -> Result<()> {
     let all = |threads: usize| -> Result<f64> {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
         let start = Instant::now();
-        pool.install(|| POLICIES.par_iter().map(|p| simulate(w, p.name).map(|_| ())).collect::<Result<Vec<_>>>())?;
+        pool.install(|| {
+            schedlab_policies::all().par_iter().map(|p| simulate(w, p.name).map(|_| ())).collect::<Result<Vec<_>>>()
+        })?;
         Ok(start.elapsed().as_secs_f64())
     };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -177,7 +178,7 @@ fn compare_speedup(w: &Workload) -> Result<()> {
     let many = all(cores)?;
     println!(
         "compare mixed-64, all {} policies: {one:.2} s on 1 thread, {many:.2} s on {cores} threads (x{:.2})",
-        POLICIES.len(),
+        schedlab_policies::all().len(),
         one / many
     );
     Ok(())

@@ -9,7 +9,6 @@ use crate::render::us;
 use crate::sweep::{self, Point};
 use crate::{Common, common, load_workload, overrides, simulate, simulate_each, svg};
 use anyhow::{Context, Result};
-use schedlab_policies::POLICIES;
 use schedlab_sim::Report;
 use schedlab_sim::grid::{Axis, Dim};
 use schedlab_sim::report::HistSummary;
@@ -27,7 +26,7 @@ const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000_000_000;
 
 fn all_policies() -> Vec<String> {
-    POLICIES.iter().map(|p| p.name.to_string()).collect()
+    schedlab_policies::all().iter().map(|p| p.name.to_string()).collect()
 }
 
 fn md_table(headers: &[String], rows: &[Vec<String>]) -> String {

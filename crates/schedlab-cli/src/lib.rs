@@ -1,4 +1,9 @@
 //! `schedlab`: run a workload on simulated schedulers, side by side.
+//!
+//! The whole command line is this library's [`main_with`]: the `schedlab`
+//! binary calls it with no policies of its own, and a user's crate calls it
+//! with theirs to get every command with their policies beside the
+//! built-in ones (docs/writing-a-policy.md).
 
 mod bench;
 mod experiments;
@@ -12,7 +17,6 @@ mod vm;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use rayon::prelude::*;
-use schedlab_policies::POLICIES;
 use schedlab_sim::report;
 use schedlab_sim::time::{format_duration, parse_duration, parse_duration_flag};
 use schedlab_sim::timeline::{Schedule, Timeline};
@@ -447,7 +451,13 @@ fn print_one(c: &Common, report: &Report, tasks: bool) -> Result<()> {
     Ok(())
 }
 
-fn main() {
+/// Runs schedlab's command line (`std::env::args`) with `policies` added
+/// to the built-in ones; on an error, prints it and exits with its code.
+pub fn main_with(policies: Vec<schedlab_policies::UserPolicy>) {
+    if let Err(e) = schedlab_policies::register(policies) {
+        eprintln!("schedlab: {e}");
+        std::process::exit(2);
+    }
     if schedlab_vm::guest::is_init() {
         guest_main();
     }
@@ -712,9 +722,9 @@ fn one_scheduler(command: &str, sched: &str) -> Result<()> {
 
 fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
     let names: Vec<String> =
-        if sched.is_empty() { POLICIES.iter().map(|p| p.name.to_string()).collect() } else { sched };
+        if sched.is_empty() { schedlab_policies::all().iter().map(|p| p.name.to_string()).collect() } else { sched };
     for n in &names {
-        if !POLICIES.iter().any(|p| p.name == n) {
+        if !schedlab_policies::all().iter().any(|p| p.name == n) {
             // Build once for the error message naming the choices.
             schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
         }
@@ -793,7 +803,7 @@ fn list() {
         &Overrides::default(),
     )
     .expect("the built-in sample workload is valid");
-    for p in POLICIES {
+    for p in schedlab_policies::all() {
         println!("{:<8} {}\n         follows {}", p.name, p.summary, p.source);
         match p.kernel {
             Some((file, what)) => println!("         checked against {what} ({file}.bzImage, `schedlab validate`)"),

@@ -24,7 +24,7 @@ use crate::vm::{self, VmArgs};
 use crate::{Common, HostArgs, common, load_workload, simulate, simulate_observed};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
-use schedlab_policies::{POLICIES, PolicyInfo};
+use schedlab_policies::PolicyInfo;
 use schedlab_sim::decisions::{DecisionCounter, Decisions};
 use schedlab_sim::{Report, Workload};
 use std::collections::BTreeMap;
@@ -908,7 +908,7 @@ fn stale_open_entries(checked: &[Checked]) -> Vec<String> {
 fn choose_policies(opts: &Options) -> Result<Vec<(&'static PolicyInfo, PathBuf)>> {
     let mut out = Vec::new();
     if opts.sched.is_empty() {
-        for p in POLICIES {
+        for p in schedlab_policies::all() {
             if let Some((file, _)) = p.kernel {
                 let path = opts.kernels.join(format!("{file}.bzImage"));
                 if path.is_file() {
@@ -927,10 +927,15 @@ fn choose_policies(opts: &Options) -> Result<Vec<(&'static PolicyInfo, PathBuf)>
         return Ok(out);
     }
     for name in &opts.sched {
-        let Some(p) = POLICIES.iter().find(|p| p.name == name) else {
+        let Some(p) = schedlab_policies::all().into_iter().find(|p| p.name == name) else {
             bail!(
                 "unknown scheduler '{name}': choose one of {}",
-                POLICIES.iter().filter(|p| p.kernel.is_some()).map(|p| p.name).collect::<Vec<_>>().join(", ")
+                schedlab_policies::all()
+                    .iter()
+                    .filter(|p| p.kernel.is_some())
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         };
         let Some((file, _)) = p.kernel else {
@@ -1121,8 +1126,8 @@ fn page(opts: &Options, runs: usize, checked: &[Checked]) -> (String, Vec<(&'sta
             tally.unexplained
         );
     }
-    let without: Vec<String> = POLICIES
-        .iter()
+    let without: Vec<String> = schedlab_policies::all()
+        .into_iter()
         .filter(|p| !checked.iter().any(|c| c.policy.name == p.name))
         .map(|p| match p.kernel {
             Some((file, what)) => {
@@ -1394,7 +1399,11 @@ mod tests {
     fn open_entries_are_exact_and_go_stale() {
         for o in OPEN {
             assert!(EXPERIMENTS.iter().any(|e| e.id == o.experiment), "{} names no experiment", o.experiment);
-            assert!(POLICIES.iter().any(|p| p.name == o.policy && p.kernel.is_some()), "{}", o.policy);
+            assert!(
+                schedlab_policies::POLICIES.iter().any(|p| p.name == o.policy && p.kernel.is_some()),
+                "{}",
+                o.policy
+            );
             assert!(!o.figure.contains('*') && !o.experiment.contains('*') && !o.policy.contains('*'));
         }
         // bmq nice-hog's open entries hold while the nice 5 hog's share is
@@ -1403,7 +1412,7 @@ mod tests {
         let share = |v: f64| Figure { key: "share:nice5-hog".into(), of_share: v, ..fig(Kind::Share, v) };
         let run = |v: f64| Figure { key: "run:nice5-hog".into(), ..fig(Kind::Time, v) };
         let checked = |sim_share: f64, real: Vec<Figure>| Checked {
-            policy: POLICIES.iter().find(|p| p.name == "bmq").unwrap(),
+            policy: schedlab_policies::POLICIES.iter().find(|p| p.name == "bmq").unwrap(),
             kernel_file: PathBuf::new(),
             rows: vec![Row {
                 exp: nice_hog,

@@ -11,6 +11,7 @@ pub mod projc;
 pub mod smp;
 pub mod weights;
 
+pub use common::{TunableSpec, apply_tunables, list_tunables, value_of};
 use schedlab_sim::{Policy, Workload};
 
 /// A policy schedlab can build, with the source version it follows.
@@ -126,8 +127,81 @@ pub const POLICIES: &[PolicyInfo] = &[
     },
 ];
 
+/// Builds a policy for a workload; what [`register`] takes beside its
+/// [`PolicyInfo`].
+pub type Builder = Box<dyn Fn(&Workload) -> Result<Box<dyn Policy>, String> + Send + Sync>;
+
+/// A policy written outside schedlab (see docs/writing-a-policy.md), which
+/// the CLI and `build` offer beside the built-in ones once registered.
+pub struct UserPolicy {
+    pub info: PolicyInfo,
+    pub build: Builder,
+}
+
+impl UserPolicy {
+    /// A policy named `name` (what `--sched` selects), described by
+    /// `summary`, built by `build` for each run.
+    pub fn new(
+        name: &'static str,
+        summary: &'static str,
+        build: impl Fn(&Workload) -> Result<Box<dyn Policy>, String> + Send + Sync + 'static,
+    ) -> UserPolicy {
+        UserPolicy {
+            info: PolicyInfo {
+                name,
+                summary,
+                source: "a user's policy (registered with schedlab_policies::register)",
+                groups: false,
+                kernel: None,
+                boot_args: &[],
+                audit: None,
+            },
+            build: Box::new(build),
+        }
+    }
+}
+
+static USER_POLICIES: std::sync::OnceLock<Vec<UserPolicy>> = std::sync::OnceLock::new();
+
+/// Adds policies to the registry, once per process, before any is built:
+/// their names must be new, and plain (lowercase letters, digits, `-`,
+/// `_`), as `--sched` takes them.
+pub fn register(policies: Vec<UserPolicy>) -> Result<(), String> {
+    let mut seen: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
+    for p in &policies {
+        let name = p.info.name;
+        let plain = !name.is_empty()
+            && name.len() <= 32
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !plain {
+            return Err(format!(
+                "policy name '{}': use 1 to 32 lowercase letters, digits, '-' or '_'",
+                name.escape_default()
+            ));
+        }
+        if seen.contains(&name) {
+            return Err(format!("policy name '{name}' is taken (by a built-in or an earlier registration): rename it"));
+        }
+        seen.push(name);
+    }
+    USER_POLICIES.set(policies).map_err(|_| "policies were registered already: register them all at once".to_string())
+}
+
+/// Every policy: the built-in ones, then those registered.
+pub fn all() -> Vec<&'static PolicyInfo> {
+    POLICIES.iter().chain(USER_POLICIES.get().into_iter().flatten().map(|u| &u.info)).collect()
+}
+
+/// Whether `name` is a registered policy (not a built-in one).
+pub fn is_user_policy(name: &str) -> bool {
+    USER_POLICIES.get().is_some_and(|u| u.iter().any(|p| p.info.name == name))
+}
+
 /// Builds the policy `name` for a workload (its CPUs, groups, tunables).
 pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
+    if let Some(u) = USER_POLICIES.get().into_iter().flatten().find(|u| u.info.name == name) {
+        return (u.build)(w).map_err(|e| format!("{name}: {e}"));
+    }
     match name {
         "cfs" => Ok(Box::new(fair::Fair::new(fair::Variant::Cfs, w)?)),
         "eevdf" => Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?)),
@@ -141,7 +215,28 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
         "baby" => Ok(Box::new(baby::Baby::new(w)?)),
         other => Err(format!(
             "unknown scheduler '{other}': choose one of {}",
-            POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            all().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registered_name_is_plain_and_new() {
+        let named = |name: &'static str| vec![UserPolicy::new(name, "test", |_| Err("not built".into()))];
+        assert_eq!(
+            register(named("eevdf")).unwrap_err(),
+            "policy name 'eevdf' is taken (by a built-in or an earlier registration): rename it"
+        );
+        assert!(register(named("../rr")).unwrap_err().starts_with("policy name '../rr': use 1 to 32 lowercase"));
+        assert!(register(named("")).is_err());
+        let mut twice = named("rr");
+        twice.extend(named("rr"));
+        assert!(register(twice).unwrap_err().contains("'rr' is taken"));
+        // Nothing was registered by the refusals.
+        assert_eq!(all().len(), POLICIES.len());
     }
 }
