@@ -19,6 +19,10 @@ the CLI's: ``cpus``, ``duration`` (with its unit: "2s", "500ms"), ``seed``,
 Errors raise ValueError with the CLI's message. Simulations release the
 GIL, so Python threads run them in parallel; ``compare`` and ``sweep``
 use every core by themselves.
+
+A policy of your own is a subclass of ``schedlab.Policy`` passed where a
+name goes (``sched=MyPolicy`` or ``sched=["eevdf", MyPolicy]``); see its
+docstring and docs/writing-a-policy.md.
 """
 
 from __future__ import annotations
@@ -30,13 +34,63 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _native
 
-__all__ = ["Report", "Reports", "run", "compare", "sweep", "vm", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
+__all__ = ["Policy", "Report", "Reports", "run", "compare", "sweep", "vm", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
 __version__ = _native.__version__
 
 SUMMARY_COLUMNS: list = list(_native.summary_columns())
 TASK_COLUMNS: list = list(_native.task_columns())
 
 Workload = Union[str, Mapping[str, Any]]
+
+
+class Policy:
+    """A scheduling policy written in Python, run by the simulator's engine
+    beside the built-in ones: ``schedlab.run(w, sched=MyPolicy)``,
+    ``schedlab.compare(w, sched=["eevdf", MyPolicy])``.
+
+    schedlab makes one instance per run, ``MyPolicy(cpus, tick_ns)``, and
+    calls its hooks with ``sys``, the engine's state during that call
+    (``sys.now``, ``sys.nr_cpus``, ``sys.tick_ns``, ``sys.state(task)``,
+    ``sys.cpu_of(task)``, ``sys.nice(task)``, ``sys.runtime(task)``,
+    ``sys.allowed(task, cpu)``, ``sys.idle(cpu)``, ``sys.nr_running(cpu)``,
+    ``sys.curr(cpu)``; requests ``sys.resched(cpu)``, ``sys.migrate(task,
+    cpu)``, ``sys.arm_timer(at_ns, token)``). Tasks and CPUs are ints.
+
+    Required hooks:
+
+    - ``enqueue(sys, cpu, task, how)``: the task joins the CPU's runqueue
+      (how: "new", "wakeup", "migrate");
+    - ``dequeue(sys, cpu, task, why)``: it leaves ("sleep", "exit"); it may
+      be the running task;
+    - ``pick(sys, cpu)``: the task to run next, or None. The task that ran
+      is still current while you choose; if it was preempted its state is
+      "runnable" and you put it back in your queue yourself.
+
+    Optional hooks (left out, the engine's defaults apply without a call
+    into Python): ``select_cpu(sys, task, prev, new) -> cpu`` (default:
+    prev if idle, else the next idle CPU), ``tick(sys, cpu, task)``,
+    ``account(sys, cpu, task, delta_ns)``, ``wakeup_preempt(sys, cpu, curr,
+    woken) -> bool`` (default False), ``yield_task(sys, cpu, task)``,
+    ``balance(sys, cpu, idle)``, ``newidle_balance(sys, cpu)``,
+    ``task_new(sys, task, parent)``, ``timer(sys, token)``,
+    ``put_prev(sys, cpu, task, runnable)`` (needed only beside real-time
+    tasks). Every pick and placement is checked: one the engine cannot
+    run, an idle CPU with tasks waiting, or a hook that raises ends the run
+    with ValueError naming the hook or the rule, the CPU, the task and the
+    time.
+    """
+
+    #: The name reports and tables use (default: the class name, lowercased).
+    name: str = ""
+
+    def __init__(self, cpus: int, tick_ns: int):
+        self.cpus = cpus
+        self.tick_ns = tick_ns
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__.lower()
 
 
 def schedulers() -> list:
@@ -148,21 +202,48 @@ def _overrides(**options) -> str:
     return json.dumps(ov)
 
 
-def _sched_list(sched: Union[None, str, Iterable[str]]) -> list:
+def _is_policy_class(s: Any) -> bool:
+    return isinstance(s, type) and issubclass(s, Policy)
+
+
+def _sched_list(sched: Union[None, str, type, Iterable[Union[str, type]]]) -> list:
     if sched is None:
         return schedulers()
     if isinstance(sched, str):
         return [s for s in sched.split(",") if s]
+    if _is_policy_class(sched):
+        return [sched]
+    if isinstance(sched, Policy):
+        raise TypeError(f"pass the class {type(sched).__name__}, not an instance: schedlab makes one per run")
     names = list(sched) if isinstance(sched, Iterable) else None
-    if names is None or not all(isinstance(s, str) for s in names):
-        raise TypeError(f"sched is a name, a comma list or a list of names (e.g. 'cfs,eevdf'), not {sched!r}")
+    if names is None or not all(isinstance(s, str) or _is_policy_class(s) for s in names):
+        raise TypeError(
+            f"sched is a name, a comma list, a schedlab.Policy subclass or a list of those (e.g. 'cfs,eevdf'), "
+            f"not {sched!r}"
+        )
     return names
 
 
-def run(workload: Workload, sched: str = "eevdf", **options) -> Report:
-    """``schedlab run``: the workload on one simulated scheduler."""
+def _run_jobs(jobs: list, threads: int) -> list:
+    """Runs (spec, inline, sched, overrides) jobs: built-in names on every
+    core at once, Python policies one after another (their hooks take the
+    GIL); results in job order."""
+    builtin = [j for j in jobs if isinstance(j[2], str)]
+    done = iter(_native.run_batch(builtin, threads) if builtin else [])
+    return [next(done) if isinstance(j[2], str) else _native.run_policy(*j) for j in jobs]
+
+
+def run(workload: Workload, sched: Union[str, type] = "eevdf", **options) -> Report:
+    """``schedlab run``: the workload on one simulated scheduler (a name,
+    or a ``schedlab.Policy`` subclass)."""
     spec, inline = _spec(workload)
-    ((report, summary, tasks),) = _native.run_batch([(spec, inline, sched, _overrides(**options))], 1)
+    one = sched
+    if not isinstance(sched, str):
+        listed = _sched_list(sched)
+        if len(listed) != 1:
+            raise ValueError(f"run takes one scheduler, not {len(listed)}: use compare for several")
+        (one,) = listed
+    ((report, summary, tasks),) = _run_jobs([(spec, inline, one, _overrides(**options))], 1)
     return Report(report, summary, tasks)
 
 
@@ -172,7 +253,7 @@ def compare(workload: Workload, sched: Union[None, str, Iterable[str]] = None, *
     spec, inline = _spec(workload)
     ov = _overrides(**options)
     jobs = [(spec, inline, s, ov) for s in _sched_list(sched)]
-    return Reports(Report(*r) for r in _native.run_batch(jobs, 0))
+    return Reports(Report(*r) for r in _run_jobs(jobs, 0))
 
 
 def _cli() -> str:
@@ -244,14 +325,14 @@ def _run_job_on_ray(job):
     if len(job) == 6:
         workload, kernel, label, accel, memory, ov = job
         return _vm_report(workload, kernel, label, accel, memory, ov)[1]
-    ((report, summary, tasks),) = _native.run_batch([job], 1)
+    ((report, summary, tasks),) = _run_jobs([job], 1)
     return summary
 
 
 def sweep(
     workload: Workload,
     grid: Mapping[str, Union[str, Iterable[Any]]],
-    sched: Union[None, str, Iterable[str]] = None,
+    sched: Union[None, str, type, Iterable[Union[str, type]]] = None,
     backend: str = "local",
     jobs: int = 0,
     retries: int = 2,
@@ -293,7 +374,7 @@ def sweep(
         progress = sys.stderr.isatty()
     started = time.monotonic()
     if backend == "local":
-        simulated = iter(_native.run_batch([j for j in job_list if len(j) == 4], jobs))
+        simulated = iter(_run_jobs([j for j in job_list if len(j) == 4], jobs))
         summaries = [next(simulated)[1] if len(j) == 4 else _vm_report(*j)[1] for j in job_list]
     elif backend == "ray":
         cpus = [p[2] for p in points for _ in names]

@@ -6,12 +6,14 @@
 //! the CLI prints. The GIL is released while simulations run, and a batch
 //! runs on every core.
 
+mod policy;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 use schedlab_sim::report::{SUMMARY_COLUMNS, TASK_COLUMNS};
 use schedlab_sim::time::parse_duration;
-use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
+use schedlab_sim::{Engine, EngineOptions, Overrides, Policy, Workload};
 use serde_json::Value;
 
 /// The overrides of a run from the keyword arguments, as JSON:
@@ -98,6 +100,33 @@ fn run_one(spec: &str, inline: bool, sched: &str, overrides_json: &str) -> Resul
     let policy = schedlab_policies::build(sched, &w)?;
     let report = Engine::new(&w, policy, EngineOptions::default()).run().map_err(|e| format!("{sched}: {e}"))?;
     let json = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    Ok((json, report.summary_record(), report.task_records()))
+}
+
+/// Runs the workload on a policy written in Python: `class(cpus, tick_ns)`
+/// is made for the run, and the engine runs with the GIL released, taking
+/// it for each hook the class defines.
+#[pyfunction]
+fn run_policy(
+    py: Python<'_>,
+    spec: &str,
+    inline: bool,
+    class: Bound<'_, PyAny>,
+    overrides_json: &str,
+) -> PyResult<RunResult> {
+    let ov = overrides(overrides_json).map_err(PyValueError::new_err)?;
+    if !ov.tunables.is_empty() {
+        return Err(PyValueError::new_err(
+            "set= names tunables of the built-in policies; a Python policy takes its settings in its own class",
+        ));
+    }
+    let w = workload(spec, inline, &ov).map_err(PyValueError::new_err)?;
+    let policy = policy::PyPolicy::new(py, &class, &w)?;
+    let name = policy.name();
+    let report = py
+        .detach(|| Engine::new(&w, Box::new(policy), EngineOptions::default()).run())
+        .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
+    let json = serde_json::to_string(&report).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((json, report.summary_record(), report.task_records()))
 }
 
@@ -200,6 +229,8 @@ fn task_columns() -> Vec<&'static str> {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(run_policy, m)?)?;
+    m.add_class::<policy::PySys>()?;
     m.add_function(wrap_pyfunction!(grid, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(records, m)?)?;

@@ -159,3 +159,97 @@ def test_real_kernel_rows_join_a_sweep_on_ray():
     assert list(df["scheduler"]) == ["eevdf", "eevdf (vm)", "eevdf", "eevdf (vm)"]
     assert list(df["source"]) == ["simulated", "vm"] * 2
     assert list(df["threads"]) == [2, 2, 4, 4]
+
+
+class RoundRobin(schedlab.Policy):
+    """Per-CPU FIFO queues and a slice of `slice_ticks` ticks."""
+
+    name = "pyrr"
+    slice_ticks = 1
+
+    def __init__(self, cpus, tick_ns):
+        super().__init__(cpus, tick_ns)
+        self.queues = [[] for _ in range(cpus)]
+        self.curr = [None] * cpus
+        self.ticks = [0] * cpus
+
+    def enqueue(self, sys, cpu, task, how):
+        self.queues[cpu].append(task)
+
+    def dequeue(self, sys, cpu, task, why):
+        if self.curr[cpu] == task:
+            self.curr[cpu] = None
+        else:
+            self.queues[cpu].remove(task)
+
+    def pick(self, sys, cpu):
+        prev, self.curr[cpu] = self.curr[cpu], None
+        if prev is not None and sys.state(prev) == "runnable":
+            self.queues[cpu].append(prev)
+        if not self.queues[cpu]:
+            return None
+        self.curr[cpu], self.ticks[cpu] = self.queues[cpu].pop(0), 0
+        return self.curr[cpu]
+
+    def tick(self, sys, cpu, task):
+        self.ticks[cpu] += 1
+        if self.ticks[cpu] >= self.slice_ticks:
+            sys.resched(cpu)
+
+
+class ThreeTickRoundRobin(RoundRobin):
+    name = "pyrr3"
+    slice_ticks = 3
+
+
+def test_a_python_policy_runs_beside_the_built_in_ones():
+    reports = schedlab.compare("thread-test", sched=["eevdf", RoundRobin, "bmq"], duration="2s")
+    assert [r.scheduler for r in reports] == ["eevdf", "pyrr", "bmq"]
+    rr = reports[1]
+    # Its characteristic decision: 8 spinners on CPU 0 each run one 4 ms
+    # tick per switch (less the 2 us switch) and share the CPU equally.
+    assert abs(rr.runtime_per_switch["p50"] - 4e6) < 0.01 * 4e6, rr.runtime_per_switch
+    shares = [t["cpu_share_pct"] for t in rr.tasks]
+    assert all(abs(s - 12.5) < 0.5 for s in shares), shares
+    assert abs(schedlab.run("thread-test", sched=ThreeTickRoundRobin, duration="2s").runtime_per_switch["p50"] - 12e6) < 0.12e6
+    # Same seed, same report.
+    assert schedlab.run("thread-test", sched=RoundRobin, duration="1s").data == schedlab.run(
+        "thread-test", sched=RoundRobin, duration="1s"
+    ).data
+    # The same frames as the built-in ones.
+    assert list(reports.to_pandas()["scheduler"])[1] == "pyrr"
+
+
+def test_a_python_policy_that_breaks_a_rule_gets_the_rule():
+    class Forgetful(RoundRobin):
+        """Never takes a sleeping task out of its queue."""
+
+        def dequeue(self, sys, cpu, task, why):
+            if self.curr[cpu] == task:
+                self.curr[cpu] = None
+
+        def pick(self, sys, cpu):
+            self.curr[cpu] = None
+            return self.queues[cpu][0] if self.queues[cpu] else None
+
+    class Raises(RoundRobin):
+        def tick(self, sys, cpu, task):
+            raise KeyError("no such queue")
+
+    class Wrong(RoundRobin):
+        def select_cpu(self, sys, task, prev, new):
+            return "cpu0"
+
+    sleeper = "sleeper-hog"
+    with pytest.raises(ValueError, match=r"forgetful: policy 'forgetful' at .*: CPU 0 picked task \d \(\w+\), which is Sleeping, not runnable"):
+        schedlab.run(sleeper, sched=Forgetful)
+    with pytest.raises(ValueError, match=r"the Python hook tick raised KeyError\('no such queue'\)"):
+        schedlab.run(sleeper, sched=Raises)
+    with pytest.raises(ValueError, match=r"the Python hook select_cpu returned 'cpu0': return an int"):
+        schedlab.run(sleeper, sched=Wrong)
+    with pytest.raises(TypeError, match="does not define pick"):
+        schedlab.run(sleeper, sched=type("NoPick", (schedlab.Policy,), {"enqueue": None, "dequeue": None}))
+    with pytest.raises(TypeError, match="pass the class RoundRobin, not an instance"):
+        schedlab.compare(sleeper, sched=RoundRobin(2, 4_000_000))
+    with pytest.raises(ValueError, match="set= names tunables of the built-in policies"):
+        schedlab.run(sleeper, sched=RoundRobin, set={"base_slice_ns": 3_000_000})

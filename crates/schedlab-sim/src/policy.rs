@@ -284,10 +284,32 @@ impl Sys {
         self.broken.get_or_insert(what);
     }
 
+    /// Ends the run with an error: the policy cannot go on (a hook written
+    /// in another language raised, say). The engine stops after the event
+    /// that is being handled and reports `what` with the policy's name and
+    /// the time.
+    pub fn fail(&mut self, what: String) {
+        self.broke(what);
+    }
+
     /// Call `Policy::timer(token)` at time `at`.
     pub fn arm_timer(&mut self, at: Nanos, token: u64) {
         self.timers.push((at.max(self.now), token));
     }
+}
+
+/// The default placement of [`Policy::select_cpu`]: `prev` when it is
+/// idle, else the first idle CPU after it that `t` may use, else `prev`
+/// (or the first CPU `t` may use).
+pub fn idle_first(sys: &Sys, t: TaskId, prev: CpuId) -> CpuId {
+    let n = sys.nr_cpus;
+    let allowed_prev = if prev < n && sys.allowed(t, prev) { Some(prev) } else { None };
+    (0..n)
+        .map(|i| (prev + i) % n)
+        .find(|&c| sys.idle(c) && sys.allowed(t, c))
+        .or(allowed_prev)
+        .or_else(|| (0..n).find(|&c| sys.allowed(t, c)))
+        .unwrap_or(prev)
 }
 
 /// Tunable a policy exposes: the kernel's name, its value in force and a
@@ -322,14 +344,7 @@ pub trait Policy {
     /// `prev` when it is idle, else the first idle CPU after it that the
     /// task may use, else `prev` (or the first CPU it may use).
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
-        let n = sys.nr_cpus;
-        let allowed_prev = if sys.allowed(t, prev) { Some(prev) } else { None };
-        (0..n)
-            .map(|i| (prev + i) % n)
-            .find(|&c| sys.idle(c) && sys.allowed(t, c))
-            .or(allowed_prev)
-            .or_else(|| (0..n).find(|&c| sys.allowed(t, c)))
-            .unwrap_or(prev)
+        idle_first(sys, t, prev)
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue);

@@ -1,0 +1,391 @@
+//! A scheduling policy written in Python, behind the engine's `Policy`
+//! trait: each hook the Python class defines is called with the GIL taken
+//! for the call alone (the engine runs with it released, so other Python
+//! threads and the built-in policies' runs go on between hooks); hooks it
+//! does not define take the trait's defaults without entering Python.
+//!
+//! The hooks see the engine through `Sys`, a Python object whose methods
+//! read the engine's state and make its requests; it is valid only during
+//! the hook it was passed to. A hook that raises, or returns what is not a
+//! task or a CPU, ends the run with an error that names it.
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use pyo3::{IntoPyObjectExt, intern};
+use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, WakeKind, Workload};
+use std::cell::Cell;
+
+/// The engine's state as a Python hook sees it.
+#[pyclass(unsendable, name = "Sys", module = "schedlab")]
+pub struct PySys {
+    /// Set for the duration of one hook, null otherwise.
+    sys: Cell<*mut Sys>,
+}
+
+impl PySys {
+    fn with<T>(&self, f: impl FnOnce(&mut Sys) -> PyResult<T>) -> PyResult<T> {
+        let p = self.sys.get();
+        if p.is_null() {
+            return Err(PyRuntimeError::new_err("sys is valid only inside the hook it was passed to"));
+        }
+        // SAFETY: the pointer is set from a live `&mut Sys` just before a
+        // hook is called and cleared when it returns; the object is
+        // unsendable and the GIL is held, so nothing else uses it meanwhile.
+        f(unsafe { &mut *p })
+    }
+}
+
+fn task_in(sys: &Sys, t: TaskId) -> PyResult<()> {
+    if (t as usize) < sys.tasks.len() {
+        Ok(())
+    } else {
+        Err(pyo3::exceptions::PyIndexError::new_err(format!("no task {t}: the run has {}", sys.tasks.len())))
+    }
+}
+
+fn cpu_in(sys: &Sys, cpu: CpuId) -> PyResult<()> {
+    if cpu < sys.nr_cpus {
+        Ok(())
+    } else {
+        Err(pyo3::exceptions::PyIndexError::new_err(format!("no CPU {cpu}: the machine has {}", sys.nr_cpus)))
+    }
+}
+
+#[pymethods]
+impl PySys {
+    /// The simulated time, ns.
+    #[getter]
+    fn now(&self) -> PyResult<Nanos> {
+        self.with(|s| Ok(s.now))
+    }
+    #[getter]
+    fn nr_cpus(&self) -> PyResult<u32> {
+        self.with(|s| Ok(s.nr_cpus))
+    }
+    /// The tick period, ns (1e9 / HZ).
+    #[getter]
+    fn tick_ns(&self) -> PyResult<Nanos> {
+        self.with(|s| Ok(s.tick_ns))
+    }
+    /// "new", "runnable", "running", "sleeping" or "exited".
+    fn state(&self, task: TaskId) -> PyResult<&'static str> {
+        self.with(|s| {
+            task_in(s, task)?;
+            Ok(match s.task(task).state {
+                TaskState::New => "new",
+                TaskState::Runnable => "runnable",
+                TaskState::Running => "running",
+                TaskState::Sleeping => "sleeping",
+                TaskState::Exited => "exited",
+            })
+        })
+    }
+    /// The CPU whose runqueue holds the task (or last held it).
+    fn cpu_of(&self, task: TaskId) -> PyResult<CpuId> {
+        self.with(|s| task_in(s, task).map(|_| s.task(task).cpu))
+    }
+    fn nice(&self, task: TaskId) -> PyResult<i32> {
+        self.with(|s| task_in(s, task).map(|_| s.task(task).nice))
+    }
+    /// CPU time the task has received, ns.
+    fn runtime(&self, task: TaskId) -> PyResult<Nanos> {
+        self.with(|s| task_in(s, task).map(|_| s.task(task).sum_exec))
+    }
+    fn allowed(&self, task: TaskId, cpu: CpuId) -> PyResult<bool> {
+        self.with(|s| {
+            task_in(s, task)?;
+            Ok(cpu < s.nr_cpus && s.allowed(task, cpu))
+        })
+    }
+    /// No task runs on the CPU and none waits for it.
+    fn idle(&self, cpu: CpuId) -> PyResult<bool> {
+        self.with(|s| cpu_in(s, cpu).map(|_| s.idle(cpu)))
+    }
+    /// Runnable tasks on the CPU's runqueue, the running one included.
+    fn nr_running(&self, cpu: CpuId) -> PyResult<u32> {
+        self.with(|s| cpu_in(s, cpu).map(|_| s.cpus[cpu as usize].nr_running))
+    }
+    /// The task running on the CPU, or None.
+    fn curr(&self, cpu: CpuId) -> PyResult<Option<TaskId>> {
+        self.with(|s| cpu_in(s, cpu).map(|_| s.cpus[cpu as usize].curr))
+    }
+    /// Run `pick` on the CPU as soon as the engine can.
+    fn resched(&self, cpu: CpuId) -> PyResult<()> {
+        self.with(|s| cpu_in(s, cpu).map(|_| s.resched(cpu)))
+    }
+    /// Record that a queued task moved to another CPU's runqueue (move it
+    /// in your own queues too).
+    fn migrate(&self, task: TaskId, cpu: CpuId) -> PyResult<()> {
+        self.with(|s| {
+            s.migrate(task, cpu);
+            Ok(())
+        })
+    }
+    /// Call the policy's `timer(sys, token)` at time `at` (ns).
+    fn arm_timer(&self, at: Nanos, token: u64) -> PyResult<()> {
+        self.with(|s| {
+            s.arm_timer(at, token);
+            Ok(())
+        })
+    }
+}
+
+/// Which optional hooks the Python class defines.
+#[derive(Default)]
+struct Defined {
+    task_new: bool,
+    select_cpu: bool,
+    put_prev: bool,
+    account: bool,
+    tick: bool,
+    wakeup_preempt: bool,
+    yield_task: bool,
+    balance: bool,
+    newidle_balance: bool,
+    timer: bool,
+}
+
+pub struct PyPolicy {
+    obj: Py<PyAny>,
+    sys: Py<PySys>,
+    name: &'static str,
+    defined: Defined,
+}
+
+/// Names of Python policies, each kept once for the process (a report
+/// holds its scheduler's name as `&'static str`).
+fn intern_name(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
+const REQUIRED: [&str; 3] = ["enqueue", "dequeue", "pick"];
+
+impl PyPolicy {
+    /// Instantiates `class(cpus, tick_ns)` for one run of `w`.
+    pub fn new(py: Python<'_>, class: &Bound<'_, PyAny>, w: &Workload) -> PyResult<PyPolicy> {
+        let obj = class.call1((w.nr_cpus(), w.machine.tick_ns()))?;
+        let missing: Vec<&str> = REQUIRED.into_iter().filter(|m| !obj.hasattr(*m).unwrap_or(false)).collect();
+        if !missing.is_empty() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "{} does not define {}: a policy needs enqueue, dequeue and pick",
+                class.getattr("__name__").map(|n| n.to_string()).unwrap_or_default(),
+                missing.join(", ")
+            )));
+        }
+        let name: String = obj.getattr(intern!(py, "name"))?.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err("the policy's `name` is a string, e.g. name = \"rr\"")
+        })?;
+        let plain = !name.is_empty()
+            && name.len() <= 32
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !plain {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "policy name {name:?}: use 1 to 32 lowercase letters, digits, '-' or '_'"
+            )));
+        }
+        let has = |m: &str| obj.hasattr(m).unwrap_or(false);
+        let defined = Defined {
+            task_new: has("task_new"),
+            select_cpu: has("select_cpu"),
+            put_prev: has("put_prev"),
+            account: has("account"),
+            tick: has("tick"),
+            wakeup_preempt: has("wakeup_preempt"),
+            yield_task: has("yield_task"),
+            balance: has("balance"),
+            newidle_balance: has("newidle_balance"),
+            timer: has("timer"),
+        };
+        let sys = Py::new(py, PySys { sys: Cell::new(std::ptr::null_mut()) })?;
+        Ok(PyPolicy { obj: obj.unbind(), sys, name: intern_name(&name), defined })
+    }
+
+    /// Calls hook `method` with (sys, *args), the GIL taken for the call;
+    /// a Python exception ends the run with the hook's name.
+    fn call<A>(&self, sys: &mut Sys, method: &str, args: A) -> Option<Py<PyAny>>
+    where
+        A: IntoIterator<Item = Arg>,
+    {
+        Python::attach(|py| {
+            let handle = self.sys.bind(py);
+            handle.borrow().sys.set(sys as *mut Sys);
+            let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
+            items.extend(args.into_iter().map(|a| a.into_py(py)));
+            let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
+            handle.borrow().sys.set(std::ptr::null_mut());
+            match result {
+                Ok(v) => Some(v.unbind()),
+                Err(e) => {
+                    sys.fail(format!(
+                        "the Python hook {method} raised {}",
+                        e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string())
+                    ));
+                    None
+                }
+            }
+        })
+    }
+
+    /// A hook's result as an int (a task or a CPU), None as None.
+    fn int_result(&self, sys: &mut Sys, method: &str, v: Option<Py<PyAny>>) -> Option<Option<u32>> {
+        let v = v?;
+        Python::attach(|py| {
+            let v = v.bind(py);
+            if v.is_none() {
+                return Some(None);
+            }
+            match v.extract::<u32>() {
+                Ok(n) => Some(Some(n)),
+                Err(_) => {
+                    let shown = v.repr().map(|r| r.to_string()).unwrap_or_default();
+                    sys.fail(format!("the Python hook {method} returned {shown}: return an int (or None)"));
+                    None
+                }
+            }
+        })
+    }
+
+    fn bool_result(&self, sys: &mut Sys, method: &str, v: Option<Py<PyAny>>) -> bool {
+        let Some(v) = v else { return false };
+        Python::attach(|py| match v.bind(py).is_truthy() {
+            Ok(b) => b,
+            Err(e) => {
+                sys.fail(format!("the Python hook {method} returned what is not true or false: {e}"));
+                false
+            }
+        })
+    }
+}
+
+/// A hook argument.
+enum Arg {
+    U(u64),
+    Opt(Option<u32>),
+    B(bool),
+    S(&'static str),
+}
+
+impl Arg {
+    fn into_py(self, py: Python<'_>) -> Py<PyAny> {
+        let v = match self {
+            Arg::U(n) => n.into_py_any(py),
+            Arg::Opt(n) => n.into_py_any(py),
+            Arg::B(b) => b.into_py_any(py),
+            Arg::S(s) => s.into_py_any(py),
+        };
+        v.expect("plain values convert")
+    }
+}
+
+impl Policy for PyPolicy {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
+        if self.defined.task_new {
+            self.call(sys, "task_new", [Arg::U(t as u64), Arg::Opt(parent)]);
+        }
+    }
+
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+        if !self.defined.select_cpu {
+            return schedlab_sim::policy::idle_first(sys, t, prev);
+        }
+        let new = matches!(kind, WakeKind::New);
+        let v = self.call(sys, "select_cpu", [Arg::U(t as u64), Arg::U(prev as u64), Arg::B(new)]);
+        match self.int_result(sys, "select_cpu", v) {
+            Some(Some(cpu)) => cpu,
+            Some(None) => {
+                sys.fail("the Python hook select_cpu returned None: return a CPU".into());
+                prev
+            }
+            None => prev,
+        }
+    }
+
+    fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
+        let how = match how {
+            Enqueue::New => "new",
+            Enqueue::Wakeup => "wakeup",
+            Enqueue::Migrate => "migrate",
+        };
+        self.call(sys, "enqueue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(how)]);
+    }
+
+    fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
+        let why = match why {
+            Dequeue::Sleep => "sleep",
+            Dequeue::Exit => "exit",
+        };
+        self.call(sys, "dequeue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(why)]);
+    }
+
+    fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
+        let v = self.call(sys, "pick", [Arg::U(cpu as u64)]);
+        self.int_result(sys, "pick", v).flatten()
+    }
+
+    fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool) {
+        if self.defined.put_prev {
+            self.call(sys, "put_prev", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::B(runnable)]);
+        } else {
+            sys.fail(format!(
+                "a real-time task took CPU {cpu} from task {t}: define put_prev(sys, cpu, task, runnable) to put it \
+                 back"
+            ));
+        }
+    }
+
+    fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
+        if self.defined.account {
+            self.call(sys, "account", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::U(delta)]);
+        }
+    }
+
+    fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
+        if self.defined.tick {
+            self.call(sys, "tick", [Arg::U(cpu as u64), Arg::U(curr as u64)]);
+        }
+    }
+
+    fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
+        if !self.defined.wakeup_preempt {
+            return false;
+        }
+        let v = self.call(sys, "wakeup_preempt", [Arg::U(cpu as u64), Arg::U(curr as u64), Arg::U(woken as u64)]);
+        self.bool_result(sys, "wakeup_preempt", v)
+    }
+
+    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        if self.defined.yield_task {
+            self.call(sys, "yield_task", [Arg::U(cpu as u64), Arg::U(t as u64)]);
+        }
+    }
+
+    fn balance(&mut self, sys: &mut Sys, cpu: CpuId, idle: bool) {
+        if self.defined.balance {
+            self.call(sys, "balance", [Arg::U(cpu as u64), Arg::B(idle)]);
+        }
+    }
+
+    fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
+        if self.defined.newidle_balance {
+            self.call(sys, "newidle_balance", [Arg::U(cpu as u64)]);
+        }
+    }
+
+    fn timer(&mut self, sys: &mut Sys, token: u64) {
+        if self.defined.timer {
+            self.call(sys, "timer", [Arg::U(token)]);
+        }
+    }
+}
