@@ -47,6 +47,10 @@ enum Command {
         /// Print the per-task table as well.
         #[arg(long)]
         tasks: bool,
+        /// Also write a self-contained HTML page with plots to this file
+        /// (its timeline a 200 ms window from the middle of the run).
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
     },
     /// Run a workload on several schedulers and compare them in one table.
     Compare {
@@ -124,8 +128,11 @@ enum Command {
     /// Replay a recorded trace (tracefs text, trace-cmd report or perf
     /// script of sched events) on simulated schedulers: each task's bursts,
     /// sleeps and wakers as recorded, everything else decided by the policy.
+    #[command(mut_arg("workload", |a| a.value_name("TRACE").help(
+        "The recorded trace: tracefs text (trace or trace_pipe), `trace-cmd report` or `perf script` output \
+         of sched events, as `schedlab record` writes"
+    )))]
     Replay {
-        /// The trace file (in place of a workload).
         #[command(flatten)]
         common: Common,
         /// Comma-separated schedulers (default: all).
@@ -176,7 +183,8 @@ enum Command {
     },
     /// Run the classic experiments (thread-test, 10 hogs on 8 CPUs, wakeup
     /// latency under stress, lat_ctx, make -j and encoder makespan) and
-    /// write docs/experiments.md with its plots.
+    /// write experiments.md with its plots (in ./schedlab-experiments, or
+    /// --out).
     Experiments {
         /// Directory for experiments.md and experiments/*.svg (default:
         /// ./schedlab-experiments; the repository's docs/ only when named).
@@ -510,10 +518,35 @@ fn guest_main() -> ! {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { common, sched, tasks } => {
+        Command::Run { common, sched, tasks, html } => {
             one_scheduler("run", &sched)?;
             let w = load_workload(&common)?;
-            let report = simulate(&w, &sched)?;
+            let report = match &html {
+                Some(path) => {
+                    let (report, timeline) =
+                        simulate_with_timeline(&w, &sched, timeline_window(&w, None, TIMELINE_LEN))?;
+                    let heading = format!(
+                        "{} on {}: {} CPUs, HZ={}, {} simulated, seed {}",
+                        report.scheduler,
+                        w.name,
+                        w.nr_cpus(),
+                        w.machine.hz,
+                        format_duration(w.duration),
+                        w.seed
+                    );
+                    write_html(
+                        path,
+                        &html::page(
+                            &format!("schedlab: {}", w.name),
+                            &heading,
+                            std::slice::from_ref(&report),
+                            &[Some(timeline)],
+                        ),
+                    )?;
+                    report
+                }
+                None => simulate(&w, &sched)?,
+            };
             print_one(&common, &report, tasks)?;
         }
         Command::Trace { common, sched, output, format } => {
@@ -622,12 +655,7 @@ fn run(cli: Cli) -> Result<()> {
                 );
             }
             let (mut reports, mut timelines): (Vec<Report>, Vec<Option<Schedule>>) = if html.is_some() {
-                let from = timeline_at.unwrap_or(if w.duration >= 1_000_000_000 {
-                    (w.duration / 2).saturating_sub(timeline_len / 2)
-                } else {
-                    0
-                });
-                let window = (from, from.saturating_add(timeline_len));
+                let window = timeline_window(&w, timeline_at, timeline_len);
                 let runs: Vec<(Report, Schedule)> =
                     names.par_iter().map(|n| simulate_with_timeline(&w, n, window)).collect::<Result<_>>()?;
                 runs.into_iter().map(|(r, t)| (r, Some(t))).unzip()
@@ -656,11 +684,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             let heading = format!("{}: {} CPUs, HZ={}, {span}, seed {}", w.name, w.nr_cpus(), w.machine.hz, w.seed);
             if let Some(path) = &html {
-                let page = html::page(&format!("schedlab: {}", w.name), &heading, &reports, &timelines);
-                std::fs::write(path, page).with_context(|| {
-                    format!("cannot write {}: check the directory exists and is writable", path.display())
-                })?;
-                eprintln!("schedlab: wrote {}", path.display());
+                write_html(path, &html::page(&format!("schedlab: {}", w.name), &heading, &reports, &timelines))?;
             }
             if !structured_output(&common, &reports, tasks, false)? {
                 println!("{heading}\n");
@@ -709,6 +733,23 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench { quick } => bench::run(quick)?,
         Command::Calibrate { samples, json } => calibrate(samples, json)?,
     }
+    Ok(())
+}
+
+/// The HTML page's timeline window when none is asked for.
+const TIMELINE_LEN: u64 = 200_000_000;
+
+/// The timeline window from `at` (default: centred in runs of a second or
+/// more, from the start in shorter ones), `len` long.
+fn timeline_window(w: &Workload, at: Option<u64>, len: u64) -> (u64, u64) {
+    let from = at.unwrap_or(if w.duration >= 1_000_000_000 { (w.duration / 2).saturating_sub(len / 2) } else { 0 });
+    (from, from.saturating_add(len))
+}
+
+fn write_html(path: &std::path::Path, page: &str) -> Result<()> {
+    std::fs::write(path, page)
+        .with_context(|| format!("cannot write {}: check the directory exists and is writable", path.display()))?;
+    eprintln!("schedlab: wrote {}", path.display());
     Ok(())
 }
 
@@ -822,6 +863,11 @@ fn list() {
     println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
     for (name, text) in schedlab_sim::scenarios::SCENARIOS {
         println!("  {name:<22} {}", schedlab_sim::scenarios::summary(text));
+        let params = Workload::from_toml(text, name, &Overrides::default()).map(|w| w.params).unwrap_or_default();
+        if !params.is_empty() {
+            let list: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("  {:<22} parameters (--param NAME=N), by default: {}", "", list.join(", "));
+        }
     }
     println!("\nTool command lines as workloads (quote them; join several with ' + '):\n");
     for example in [

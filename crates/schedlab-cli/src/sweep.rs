@@ -87,11 +87,16 @@ pub fn run(req: SweepRequest) -> Result<()> {
     );
 
     let mut csv_out = csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<&str> = axes.iter().map(|a| a.name.as_str()).collect();
+    // An axis that is a report column already (seed, cpus) is not written
+    // twice: the report's column holds the same value.
+    let own_column: Vec<bool> = axes.iter().map(|a| !SUMMARY_COLUMNS.contains(&a.name.as_str())).collect();
+    let mut header: Vec<&str> =
+        axes.iter().zip(&own_column).filter(|(_, own)| **own).map(|(a, _)| a.name.as_str()).collect();
     header.extend(SUMMARY_COLUMNS);
     csv_out.write_record(&header)?;
     for p in &points {
-        let mut rec: Vec<String> = p.values.iter().map(i64::to_string).collect();
+        let mut rec: Vec<String> =
+            p.values.iter().zip(&own_column).filter(|(_, own)| **own).map(|(v, _)| v.to_string()).collect();
         rec.extend(p.report.summary_record());
         csv_out.write_record(&rec)?;
     }

@@ -162,6 +162,14 @@ fn sweep_writes_a_csv_row_per_point_and_scheduler_and_a_plot() {
     fails_with(&["sweep", "thread-test", "--vary", "threads=1,x"], "'x' is not an integer");
     fails_with(&["sweep", "thread-test", "--vary", "threads=1,2", "--metric", "nope"], "--metric nope");
     fails_with(&["sweep", "smp-fairness", "--vary", "cpus=0,2"], "above zero");
+    // Varying what is a report column already (seed) writes it once.
+    let out = schedlab(&["sweep", "thread-test", "--vary", "seed=1,2", "--sched", "cfs", "--duration", "50ms"]);
+    let mut reader = csv::Reader::from_reader(out.stdout.as_slice());
+    let headers = reader.headers().expect("header").clone();
+    assert_eq!(headers.iter().filter(|h| *h == "seed").count(), 1, "{headers:?}");
+    let seed = headers.iter().position(|h| h == "seed").expect("column");
+    let seeds: Vec<String> = reader.records().map(|r| r.expect("row")[seed].to_string()).collect();
+    assert_eq!(seeds, ["1", "2"]);
 }
 
 #[test]
@@ -440,4 +448,49 @@ fn record_stops_everything_the_command_started() {
     assert!(err.contains("stopped by SIGINT"), "{err}");
     let left = processes_with(&format!("sleep {naptime}"));
     assert!(left.is_empty(), "record left the command's child running: {left:?}");
+}
+
+#[test]
+fn run_writes_an_html_page_of_its_one_scheduler() {
+    let page = temp_file("run.html", "");
+    let out = schedlab(&[
+        "run",
+        "sleeper-hog",
+        "--sched",
+        "bmq",
+        "--duration",
+        "1s",
+        "--html",
+        page.to_str().expect("utf-8"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(&page).expect("page written");
+    assert!(html.contains("bmq on sleeper-hog: 2 CPUs, HZ=250, 1.000s simulated, seed 1"), "heading missing");
+    assert!(html.contains("<svg") && html.contains("CPU timeline"), "plots missing");
+    // The text report is printed as without --html.
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("bmq on sleeper-hog"));
+    fails_with(&["run", "sleeper-hog", "--html", "/nonexistent-dir/x.html"], "cannot write /nonexistent-dir/x.html");
+}
+
+#[test]
+fn help_names_what_each_command_takes_and_writes() {
+    let replay = String::from_utf8_lossy(&schedlab(&["replay", "--help"]).stdout).to_string();
+    assert!(replay.contains("Usage: schedlab replay [OPTIONS] <TRACE>"), "{replay}");
+    assert!(replay.contains("<TRACE>  The recorded trace: tracefs text"), "{replay}");
+    let top = String::from_utf8_lossy(&schedlab(&["--help"]).stdout).to_string();
+    assert!(!top.contains("write docs/experiments.md"), "{top}");
+    assert!(top.contains("write experiments.md with its plots (in ./schedlab-experiments, or --out)"), "{top}");
+    // A Chrome/Perfetto JSON trace is named, with what replay takes instead.
+    let json = temp_file("trace.json", "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n]}\n");
+    fails_with(&["replay", json.to_str().expect("utf-8")], "this is a Chrome/Perfetto JSON trace");
+}
+
+#[test]
+fn list_shows_each_scenarios_parameters() {
+    let list = String::from_utf8_lossy(&schedlab(&["list"]).stdout).to_string();
+    let after = |name: &str| {
+        list.lines().skip_while(|l| !l.starts_with(&format!("  {name} "))).nth(1).unwrap_or("").to_string()
+    };
+    assert!(after("thread-test").trim() == "parameters (--param NAME=N), by default: threads=8", "{list}");
+    assert!(after("make-j").contains("jobs=8"), "{list}");
 }

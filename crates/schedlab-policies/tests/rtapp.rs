@@ -151,6 +151,13 @@ fn what_cannot_be_modelled_is_refused_with_the_line() {
             "unique",
         ),
         ("{ \"tasks\": { \"t\": { \"sleep\": 10 } }, \"global\": { \"duration\": -1 } }", 1, "--duration"),
+        // rt-app's old format, as in its doc/examples/merge.
+        (
+            "{ \"tasks\": {\n \"thread0\": { \"exec\": 5000, \"period\": 5000, \"deadline\": 5000,\n \
+             \"lock_order\": [\"m0\"], \"resources\": { \"m0\": { \"duration\": 1000 } } } } }",
+            2,
+            "\"exec\" is rt-app's old format",
+        ),
     ];
     for (text, line, needle) in cases {
         let e = from_rtapp_json(text, "bad.json", &cpus(1)).expect_err(text).to_string();

@@ -104,6 +104,17 @@ fn percpu_kthread(comm: &str) -> Option<u32> {
 
 pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(Workload, Recorded), WorkloadError> {
     let err = |line: usize, message: String| WorkloadError { origin: origin.to_string(), line, message };
+    let head = text.trim_start();
+    if head.starts_with('{') && head.contains("\"traceEvents\"") {
+        return Err(err(
+            0,
+            "this is a Chrome/Perfetto JSON trace (as `schedlab trace -o FILE.json` writes), which holds the \
+             schedule but not the wakeups a replay needs: replay takes tracefs text, `trace-cmd report` or \
+             `perf script` output of sched events (`schedlab record -o trace.txt -- COMMAND`, or `schedlab trace` in \
+             its default ftrace format)"
+                .into(),
+        ));
+    }
     let mut events: Vec<(SchedEvent, Option<u32>)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line = raw;
@@ -343,6 +354,14 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_chrome_json_trace_is_named_with_what_replay_takes() {
+        let text = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n{\"name\":\"x\"}]}";
+        let e = super::workload_from_trace(text, "t.json", &crate::Overrides::default()).unwrap_err();
+        assert!(e.message.starts_with("this is a Chrome/Perfetto JSON trace"), "{e}");
+        assert!(e.message.contains("`schedlab record -o trace.txt -- COMMAND`"), "{e}");
+    }
+
     #[test]
     fn a_trace_beyond_the_horizon_is_refused_with_its_span() {
         let line = |ts: &str, a: &str, b: &str| {

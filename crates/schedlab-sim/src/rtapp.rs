@@ -386,6 +386,16 @@ impl Conv<'_> {
                 }
                 let mut p = path.to_vec();
                 p.push(key);
+                if matches!(key.as_str(), "exec" | "period" | "deadline" | "lock_order" | "resources") {
+                    return Err(self.err(
+                        &p,
+                        format!(
+                            "\"{key}\" is rt-app's old format (threads of \"exec\" and \"period\", as in its \
+                             doc/examples/merge), which schedlab does not read: write each phase as events, e.g. {{ \"run\": 5000, \"timer\": \
+                             {{ \"ref\": \"tick\", \"period\": 10000 }} }} for \"exec\": 5000, \"period\": 10000"
+                        ),
+                    ));
+                }
                 return Err(self.err(
                     &p,
                     format!(
