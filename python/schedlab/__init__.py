@@ -224,12 +224,13 @@ def _sched_list(sched: Union[None, str, type, Iterable[Union[str, type]]]) -> li
     return names
 
 
-def _run_jobs(jobs: list, threads: int) -> list:
+def _run_jobs(jobs: list, threads: int, summary_only: bool = False) -> list:
     """Runs (spec, inline, sched, overrides) jobs: built-in names on every
     core at once, Python policies one after another (their hooks take the
-    GIL); results in job order."""
+    GIL); results in job order (only the summary records of built-in runs
+    when ``summary_only``)."""
     builtin = [j for j in jobs if isinstance(j[2], str)]
-    done = iter(_native.run_batch(builtin, threads) if builtin else [])
+    done = iter(_native.run_batch(builtin, threads, summary_only) if builtin else [])
     return [next(done) if isinstance(j[2], str) else _native.run_policy(*j) for j in jobs]
 
 
@@ -325,7 +326,7 @@ def _run_job_on_ray(job):
     if len(job) == 6:
         workload, kernel, label, accel, memory, ov = job
         return _vm_report(workload, kernel, label, accel, memory, ov)[1]
-    ((report, summary, tasks),) = _run_jobs([job], 1)
+    ((_, summary, _),) = _run_jobs([job], 1, summary_only=True)
     return summary
 
 
@@ -374,7 +375,7 @@ def sweep(
         progress = sys.stderr.isatty()
     started = time.monotonic()
     if backend == "local":
-        simulated = iter(_run_jobs([j for j in job_list if len(j) == 4], jobs))
+        simulated = iter(_run_jobs([j for j in job_list if len(j) == 4], jobs, summary_only=True))
         summaries = [next(simulated)[1] if len(j) == 4 else _vm_report(*j)[1] for j in job_list]
     elif backend == "ray":
         cpus = [p[2] for p in points for _ in names]
