@@ -151,6 +151,11 @@ fn what_cannot_be_modelled_is_refused_with_the_line() {
             "unique",
         ),
         ("{ \"tasks\": { \"t\": { \"sleep\": 10 } }, \"global\": { \"duration\": -1 } }", 1, "--duration"),
+        (
+            "{ \"tasks\": { \"t\": { \"run\": 10 } },\n \"tasks\": { \"u\": { \"run\": 5 } } }",
+            1,
+            "the section \"tasks\" appears more than once",
+        ),
         // rt-app's old format, as in its doc/examples/merge.
         (
             "{ \"tasks\": {\n \"thread0\": { \"exec\": 5000, \"period\": 5000, \"deadline\": 5000,\n \

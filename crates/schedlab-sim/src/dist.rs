@@ -115,7 +115,11 @@ impl<'de> Deserialize<'de> for Dist {
             Text(String),
         }
         match Raw::deserialize(d)? {
-            Raw::Int(ns) => Ok(Dist::Const(ns)),
+            // A bare number would be nanoseconds, which nobody means by
+            // `run = 5`: the CLI and Python refuse it too.
+            Raw::Int(n) => Err(serde::de::Error::custom(format!(
+                "{n} has no unit: write a duration with its unit, e.g. \"{n}ms\" (or \"{n}ns\")"
+            ))),
             Raw::Text(s) => Dist::parse(&s).map_err(serde::de::Error::custom),
         }
     }

@@ -716,6 +716,14 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     };
     for (k, _) in sections {
         if !["tasks", "global", "resources"].contains(&k.as_str()) {
+            // A repeated key was numbered (as workgen numbers events).
+            let base = k.trim_end_matches(|c: char| c.is_ascii_digit());
+            if base != k && ["tasks", "global", "resources"].contains(&base) {
+                return Err(conv.err(
+                    &[k],
+                    format!("the section \"{base}\" appears more than once: put everything it holds in one"),
+                ));
+            }
             return Err(conv.err(&[k], format!("unknown section \"{k}\": rt-app files have tasks, global, resources")));
         }
     }

@@ -499,12 +499,54 @@ impl Ctx<'_> {
 
 const PROGRAM_HELP: &str = "an op is one of { run = \"3ms\" }, { sleep = \"exp(1ms)\" }, { timer = \"1ms\" }, { wait = \"chan\" }, { signal = \"chan\" }, { yield = true }, { fork = \"template\" }, { exit = true }, { loop = 10, body = [ ... ] } or { loop = \"forever\", body = [ ... ] }";
 
+/// serde's "invalid type: integer `5`, expected a string" in the words of
+/// the file: the key, its value, and what to write instead.
+fn plain_type_error(text: &str, span: std::ops::Range<usize>, message: &str) -> String {
+    let start = span.start.min(text.len());
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let before = text[line_start..start].trim_end().trim_end_matches('=').trim_end();
+    let key: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    let mut value: String = text.get(span).unwrap_or("").trim().chars().take(40).collect();
+    if value.contains('\n') || value.is_empty() {
+        value = "this".into();
+    }
+    let durations = ["duration", "run", "sleep", "timer", "slice", "quota", "period", "start"];
+    if key.is_empty() {
+        return message.to_string();
+    }
+    if message.contains("untagged enum Count") {
+        format!("count = {value}: give a whole number of tasks (1 or more) or the name of one of the [params]")
+    } else if message.contains("expected a string") && durations.contains(&key.as_str()) {
+        format!("{key} = {value}: a duration is a string with its unit, e.g. {key} = \"5ms\"")
+    } else if message.contains("expected a string") {
+        format!("{key} = {value}: write it as a string in quotes, e.g. {key} = \"...\"")
+    } else if ["expected u32", "expected u64", "expected i32", "expected i64", "expected u8"]
+        .iter()
+        .any(|t| message.contains(t))
+    {
+        format!("{key} = {value}: give a whole number, e.g. {key} = 2")
+    } else if message.contains("expected a sequence") {
+        format!("{key}: give a list in brackets, e.g. {key} = [ ... ]")
+    } else if message.contains("expected a boolean") {
+        format!("{key} = {value}: give true or false")
+    } else {
+        message.to_string()
+    }
+}
+
 impl Workload {
     pub fn from_toml(text: &str, origin: &str, ov: &Overrides) -> Result<Workload, WorkloadError> {
         let ctx = Ctx { origin, text };
         let file: FileSpec = toml::from_str(text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
-            ctx.err(span, e.message().trim().to_string())
+            ctx.err(span.clone(), plain_type_error(text, span, e.message().trim()))
         })?;
 
         let topology = match (&file.machine.cpus, &file.machine.topology) {
@@ -937,7 +979,11 @@ fn compile_ops(
         let dist = |v: &toml::Value| -> Result<Dist, WorkloadError> {
             match v {
                 toml::Value::String(s) => Dist::parse(s).map_err(&here),
-                toml::Value::Integer(i) if *i >= 0 => Ok(Dist::Const(*i as Nanos)),
+                // A bare number would be nanoseconds, which nobody means by
+                // `run = 5`: the CLI and Python refuse it too.
+                toml::Value::Integer(i) => {
+                    Err(here(format!("{kind} = {i} has no unit: write e.g. {kind} = \"{i}ms\" (or \"{i}ns\")")))
+                }
                 other => Err(here(format!("{kind} = {other}: write a duration such as \"3ms\""))),
             }
         };
@@ -1078,6 +1124,21 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
 
         let e = load("[[task]]\nname = \"a\"\ncount = \"n\"\nprogram = [ { run = \"1ms\" } ]\n").unwrap_err();
         assert!(e.to_string().contains("--param n=N"), "{e}");
+
+        // serde's words ("invalid type: integer `5`, expected a string") in
+        // the file's: the key, its value, what to write.
+        for (text, line, says) in [
+            ("duration = 5\n", 1, "duration = 5: a duration is a string with its unit, e.g. duration = \"5ms\""),
+            ("[machine]\ncpus = \"two\"\n", 2, "cpus = \"two\": give a whole number, e.g. cpus = 2"),
+            ("[[task]]\nname = 5\nprogram = []\n", 2, "name = 5: write it as a string in quotes"),
+            ("[[task]]\nname = \"a\"\ncount = -1\nprogram = []\n", 3, "count = -1: give a whole number of tasks"),
+            ("[[task]]\nname = \"a\"\nprogram = { run = \"1ms\" }\n", 3, "program: give a list in brackets"),
+            ("[[task]]\nname = \"a\"\nprogram = [ { run = 5 } ]\n", 3, "run = 5 has no unit: write e.g. run = \"5ms\""),
+        ] {
+            let e = load(text).unwrap_err();
+            assert_eq!((e.line, e.message.contains(says)), (line, true), "{text}: {e}");
+            assert!(!e.message.contains("invalid type") && !e.message.contains("untagged"), "{e}");
+        }
     }
 
     #[test]
