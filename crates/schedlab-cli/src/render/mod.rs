@@ -1,6 +1,9 @@
 //! Terminal output: the comparison table, a run's summary, and histograms
 //! in bpftrace's hist() layout.
 
+pub(crate) mod html;
+pub(crate) mod svg;
+
 use schedlab_sim::Report;
 use schedlab_sim::report::HistSummary;
 use schedlab_sim::time::format_duration;

@@ -20,8 +20,9 @@
 //! Which kernel a policy is checked against is `PolicyInfo::kernel`; the
 //! kernels are ../shared/kernels/NAME.bzImage unless --kernels says where.
 
-use crate::vm::{self, VmArgs};
-use crate::{Common, HostArgs, common, load_workload, simulate, simulate_observed};
+use crate::args::{Common, HostArgs, common};
+use crate::commands::vm::{self, VmArgs};
+use crate::simulate::{load_workload, simulate, simulate_observed};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use schedlab_policies::PolicyInfo;

@@ -3,7 +3,9 @@
 //! plot of a metric against the first varied parameter, one line per
 //! scheduler.
 
-use crate::{Common, load_workload_with, overrides, policy_names, simulate, svg};
+use crate::args::{Common, overrides};
+use crate::render::svg;
+use crate::simulate::{load_workload_with, policy_names, simulate};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;

@@ -4,7 +4,8 @@
 //! sweep that shows how the cost per event grows, plus the speed-up of
 //! `compare` from one thread to all.
 
-use crate::{Common, common, load_workload, simulate};
+use crate::args::{Common, common};
+use crate::simulate::{load_workload, simulate};
 use anyhow::{Result, anyhow};
 use rayon::prelude::*;
 use schedlab_sim::Workload;

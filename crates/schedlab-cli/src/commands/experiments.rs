@@ -5,9 +5,11 @@
 //! numbers say; the prose that does not depend on the numbers explains the
 //! mechanism once.
 
+use crate::args::{Common, common, overrides};
+use crate::commands::sweep::{self, Point};
+use crate::render::svg;
 use crate::render::us;
-use crate::sweep::{self, Point};
-use crate::{Common, common, load_workload, overrides, simulate, simulate_each, svg};
+use crate::simulate::{load_workload, simulate, simulate_each};
 use anyhow::{Context, Result};
 use schedlab_sim::Report;
 use schedlab_sim::grid::{Axis, Dim};

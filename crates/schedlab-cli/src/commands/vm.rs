@@ -2,7 +2,7 @@
 //! real kernel booted under QEMU (schedlab_vm), its report labelled with
 //! the kernel and the accelerator it ran under.
 
-use crate::{Common, HostArgs};
+use crate::args::{Common, HostArgs};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use schedlab_sim::time::{format_duration, parse_duration_flag};

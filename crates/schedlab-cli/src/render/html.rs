@@ -3,8 +3,8 @@
 //! wakeup-latency and run-time-per-switch histograms on shared log axes,
 //! per-task CPU share and a CPU timeline per scheduler.
 
+use crate::render::svg;
 use crate::render::us;
-use crate::svg;
 use schedlab_sim::Report;
 use schedlab_sim::time::format_duration;
 use schedlab_sim::timeline::Schedule;
@@ -211,7 +211,7 @@ mod tests {
             &Default::default(),
         )
         .expect("valid workload");
-        let (report, tl) = crate::simulate_with_timeline(&w, "cfs", (0, 50_000_000)).expect("runs");
+        let (report, tl) = crate::simulate::simulate_with_timeline(&w, "cfs", (0, 50_000_000)).expect("runs");
         let html = page("hogs", "3 hogs", &[report], &[Some(tl)]);
         for needle in ["Wakeup latency", "CPU share per task", "Run time per switch", "CPU timeline", "<svg", "hog-0"] {
             assert!(html.contains(needle), "missing {needle}");

@@ -1,0 +1,93 @@
+//! One module per command; `run` dispatches the parsed command line to
+//! them.
+
+pub(crate) mod bench;
+pub(crate) mod calibrate;
+pub(crate) mod compare;
+pub(crate) mod experiments;
+pub(crate) mod host;
+pub(crate) mod list;
+pub(crate) mod record;
+pub(crate) mod replay;
+pub(crate) mod run;
+pub(crate) mod sweep;
+pub(crate) mod trace;
+pub(crate) mod validate;
+pub(crate) mod vm;
+
+use crate::args::{Cli, Command};
+use crate::output::print_one;
+use crate::simulate::load_workload;
+use anyhow::Result;
+
+pub(crate) fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run { common, sched, tasks, html } => run::run(common, sched, tasks, html),
+        Command::Trace { common, sched, output, format } => trace::run(common, sched, output, format),
+        Command::Replay { common, sched, tasks } => replay::run(&common, sched, tasks),
+        Command::Record { output, command } => record::run(output, command),
+        Command::Vm { common, kernel, vm_opts, host_opts, tasks } => {
+            let w = load_workload(&common)?;
+            let label = vm::kernel_label(&kernel);
+            let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
+            print_one(&common, &report, tasks)
+        }
+        Command::Host { common, host_opts } => host::run(common, host_opts),
+        Command::Compare {
+            common,
+            sched,
+            host,
+            host_opts,
+            kernel,
+            vm_opts,
+            tasks,
+            html,
+            timeline_at,
+            timeline_len,
+        } => compare::run(compare::CompareArgs {
+            common,
+            sched,
+            host,
+            host_opts,
+            kernel,
+            vm_opts,
+            tasks,
+            html,
+            timeline_at,
+            timeline_len,
+        }),
+        Command::Sweep { common, vary, sched, metric, output, plot, jobs } => sweep::run(sweep::SweepRequest {
+            common: &common,
+            vary: &vary,
+            sched,
+            metrics: &metric,
+            output: output.as_deref(),
+            plot: plot.as_deref(),
+            jobs,
+        }),
+        Command::Experiments { out, quick, host, jobs } => experiments::run(experiments::Options {
+            out: out.unwrap_or_else(experiments::default_out),
+            quick,
+            host,
+            jobs: jobs.unwrap_or_else(rayon::current_num_threads),
+        }),
+        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, set } => {
+            validate::run(validate::Options {
+                out: out.unwrap_or_else(validate::default_out),
+                kernels: kernels.unwrap_or_else(validate::default_kernels),
+                quick,
+                runs,
+                sched,
+                accel,
+                reuse: reuse_real,
+                set,
+            })
+        }
+        Command::List => {
+            list::run();
+            Ok(())
+        }
+        Command::Bench { quick } => bench::run(quick),
+        Command::Calibrate { samples, json } => calibrate::run(samples, json),
+    }
+}

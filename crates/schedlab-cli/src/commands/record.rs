@@ -1,0 +1,32 @@
+//! `schedlab record`: a command's scheduling on this machine's kernel, as an ftrace text trace.
+
+use anyhow::{Context, Result};
+
+pub(crate) fn run(output: std::path::PathBuf, command: Vec<String>) -> Result<()> {
+    // Before the command runs: a run of minutes must not be lost
+    // to a typo in -o.
+    let file = std::fs::File::create(&output)
+        .with_context(|| format!("cannot create {}: check the directory exists and is writable", output.display()))?;
+    let rec = schedlab_host::record(&command)?;
+    for w in &rec.warnings {
+        eprintln!("schedlab: record: {w}");
+    }
+    std::io::Write::write_all(&mut std::io::BufWriter::new(file), rec.text.as_bytes())
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    let lines = rec.text.lines().filter(|l| !l.starts_with('#')).count();
+    eprintln!("{lines} sched events of '{}' written to {} ({})", command.join(" "), output.display(), rec.exit_status);
+    if rec.overrun > 0 {
+        eprintln!(
+            "schedlab: record: the ring buffers dropped {} events; a replay will miss bursts (record a shorter run)",
+            rec.overrun
+        );
+    }
+    if let Some(sig) = rec.interrupted {
+        eprintln!(
+            "schedlab: record: stopped by {}, passed on to the command; the trace holds what ran until then",
+            schedlab_host::signals::name(sig)
+        );
+        std::process::exit(128 + sig);
+    }
+    Ok(())
+}

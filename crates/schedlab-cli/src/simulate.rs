@@ -1,0 +1,120 @@
+//! What most commands share: loading a workload with the command line's
+//! overrides, choosing and checking the policies, simulating, and running
+//! the host runner.
+
+use crate::args::{Common, HostArgs, overrides};
+use anyhow::{Result, anyhow, bail};
+use rayon::prelude::*;
+use schedlab_sim::timeline::{Schedule, Timeline};
+use schedlab_sim::{Engine, EngineOptions, Observer, Overrides, Report, Workload};
+
+pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
+    let w = load_workload_with(c, &overrides(c))?;
+    for lint in w.lints() {
+        eprintln!("schedlab: warning: {}: {lint}", c.workload);
+    }
+    Ok(w)
+}
+
+/// The workload `c` names, read with overrides `ov` in place of the
+/// command line's (a sweep varies them).
+pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload> {
+    let loaded = schedlab_sim::input::load(&c.workload, ov).map_err(|e| anyhow!(e))?;
+    // Said once, not at every point of a sweep.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if let Some(note) = loaded.note
+        && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        eprintln!("schedlab: {note}");
+    }
+    Ok(loaded.workload)
+}
+
+pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
+    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
+    let engine = Engine::new(w, policy, EngineOptions::default());
+    engine.run().map_err(|e| anyhow!("{sched}: {e}"))
+}
+
+/// `w` simulated on each of `names`, in parallel, reports in that order.
+pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report>> {
+    names.par_iter().map(|n| simulate(w, n)).collect()
+}
+
+/// A simulated run whose events `observer` sees as they happen.
+pub(crate) fn simulate_observed<'w>(w: &'w Workload, sched: &str, observer: &'w mut dyn Observer) -> Result<Report> {
+    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
+    Engine::new(w, policy, EngineOptions::default()).with_observer(observer).run().map_err(|e| anyhow!("{sched}: {e}"))
+}
+
+/// A simulated run that also keeps the schedule between `window.0` and
+/// `window.1`, for the HTML report's timeline.
+pub(crate) fn simulate_with_timeline(w: &Workload, sched: &str, window: (u64, u64)) -> Result<(Report, Schedule)> {
+    let mut timeline = Timeline::new(w, window.0, window.1);
+    let report = simulate_observed(w, sched, &mut timeline)?;
+    let schedule = timeline.finish(report.duration_ns);
+    Ok((report, schedule))
+}
+
+/// `run` and `trace` simulate one scheduler; a list is for `compare`.
+pub(crate) fn one_scheduler(command: &str, sched: &str) -> Result<()> {
+    if sched.contains(',') {
+        bail!("{command} takes one scheduler, not '{sched}': use compare for several (compare --sched {sched})");
+    }
+    Ok(())
+}
+
+pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<String>> {
+    let names: Vec<String> =
+        if sched.is_empty() { schedlab_policies::all().iter().map(|p| p.name.to_string()).collect() } else { sched };
+    for n in &names {
+        if !schedlab_policies::all().iter().any(|p| p.name == n) {
+            // Build once for the error message naming the choices.
+            schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
+        }
+    }
+    // A tunable is one policy's: say which of those compared have it.
+    if w.tunables.is_empty() {
+        return Ok(names);
+    }
+    let mut bare = w.clone();
+    bare.tunables.clear();
+    let known: Vec<Vec<&'static str>> = names
+        .iter()
+        .map(|n| {
+            schedlab_policies::build(n, &bare)
+                .map(|p| p.tunables().iter().map(|t| t.name).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    for tunable in w.tunables.keys() {
+        let (have, lack): (Vec<_>, Vec<_>) = names.iter().zip(&known).partition(|(_, k)| k.contains(&tunable.as_str()));
+        if !lack.is_empty() {
+            let list = |v: &[(&String, &Vec<&str>)]| v.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(",");
+            bail!(
+                "--set {tunable}: {} {} no such tunable{}",
+                list(&lack),
+                if lack.len() == 1 { "has" } else { "have" },
+                if have.is_empty() {
+                    " (see schedlab list)".to_string()
+                } else {
+                    format!(
+                        "; {} {}: pass --sched {}",
+                        list(&have),
+                        if have.len() == 1 { "has it" } else { "have it" },
+                        list(&have)
+                    )
+                }
+            );
+        }
+    }
+    Ok(names)
+}
+
+pub(crate) fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
+    let run = schedlab_host::run(w, &args.options())?;
+    for warning in &run.warnings {
+        eprintln!("schedlab: host: {warning}");
+    }
+    Ok(run.report)
+}
