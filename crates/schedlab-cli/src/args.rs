@@ -37,38 +37,7 @@ pub(crate) enum Command {
         html: Option<std::path::PathBuf>,
     },
     /// Run a workload on several schedulers and compare them in one table.
-    Compare {
-        #[command(flatten)]
-        common: Common,
-        /// Comma-separated schedulers (default: all).
-        #[arg(long, value_delimiter = ',')]
-        sched: Vec<String>,
-        /// Also run the workload on this machine's kernel, as real threads.
-        #[arg(long)]
-        host: bool,
-        #[command(flatten)]
-        host_opts: HostArgs,
-        /// Also run the workload in a real kernel booted under QEMU, as a row
-        /// named NAME (repeatable), e.g. bmq=../shared/kernels/bmq-6.12.bzImage.
-        #[arg(long = "kernel", value_name = "NAME=FILE", value_parser = vm::parse_kernel)]
-        kernel: Vec<(String, std::path::PathBuf)>,
-        #[command(flatten)]
-        vm_opts: vm::VmArgs,
-        /// Per task: CPU share under each scheduler (rows of --csv become
-        /// one per task).
-        #[arg(long)]
-        tasks: bool,
-        /// Also write a self-contained HTML page with plots to this file.
-        #[arg(long, value_name = "FILE")]
-        html: Option<std::path::PathBuf>,
-        /// Start of the HTML page's CPU timeline window (default: the middle
-        /// of the run, or its start for runs under a second).
-        #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
-        timeline_at: Option<u64>,
-        /// Length of the timeline window.
-        #[arg(long, value_parser = parse_duration_flag, default_value = "200ms", value_name = "TIME")]
-        timeline_len: u64,
-    },
+    Compare(CompareArgs),
     /// Run a workload as real threads in a real kernel booted under QEMU
     /// (a bzImage of the scheduler to measure), with the same report.
     Vm {
@@ -355,4 +324,40 @@ pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> C
         csv: false,
         hist: false,
     }
+}
+
+// The flags of `compare` (no doc comment: clap would take it for the
+// command's help, which the variant's gives).
+#[derive(Args)]
+pub(crate) struct CompareArgs {
+    #[command(flatten)]
+    pub(crate) common: Common,
+    /// Comma-separated schedulers (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) sched: Vec<String>,
+    /// Also run the workload on this machine's kernel, as real threads.
+    #[arg(long)]
+    pub(crate) host: bool,
+    #[command(flatten)]
+    pub(crate) host_opts: HostArgs,
+    /// Also run the workload in a real kernel booted under QEMU, as a row
+    /// named NAME (repeatable), e.g. bmq=../shared/kernels/bmq-6.12.bzImage.
+    #[arg(long = "kernel", value_name = "NAME=FILE", value_parser = vm::parse_kernel)]
+    pub(crate) kernel: Vec<(String, std::path::PathBuf)>,
+    #[command(flatten)]
+    pub(crate) vm_opts: vm::VmArgs,
+    /// Per task: CPU share under each scheduler (rows of --csv become
+    /// one per task).
+    #[arg(long)]
+    pub(crate) tasks: bool,
+    /// Also write a self-contained HTML page with plots to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<std::path::PathBuf>,
+    /// Start of the HTML page's CPU timeline window (default: the middle
+    /// of the run, or its start for runs under a second).
+    #[arg(long, value_parser = parse_duration_flag, value_name = "TIME")]
+    pub(crate) timeline_at: Option<u64>,
+    /// Length of the timeline window.
+    #[arg(long, value_parser = parse_duration_flag, default_value = "200ms", value_name = "TIME")]
+    pub(crate) timeline_len: u64,
 }

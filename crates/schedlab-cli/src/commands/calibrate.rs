@@ -1,4 +1,5 @@
-//! `schedlab calibrate`: this machine's (or a guest's) costs, measured, as the simulator takes them.
+//! `schedlab calibrate`: this machine's (or a guest's) costs, measured,
+//! as the simulator takes them.
 
 use anyhow::Result;
 use schedlab_sim::time::format_duration;

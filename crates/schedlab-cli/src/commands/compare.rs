@@ -1,6 +1,7 @@
-//! `schedlab compare`: one workload on several schedulers (and real kernels) in one table, with an optional HTML page.
+//! `schedlab compare`: one workload on several schedulers (and real
+//! kernels) in one table, with an optional HTML page.
 
-use crate::args::{Common, HostArgs};
+use crate::args::CompareArgs;
 use crate::commands::vm;
 use crate::output::{structured_output, timeline_window, write_html};
 use crate::render::{self, html};
@@ -10,20 +11,6 @@ use rayon::prelude::*;
 use schedlab_sim::Report;
 use schedlab_sim::time::format_duration;
 use schedlab_sim::timeline::Schedule;
-
-/// The flags of `compare`.
-pub(crate) struct CompareArgs {
-    pub(crate) common: Common,
-    pub(crate) sched: Vec<String>,
-    pub(crate) host: bool,
-    pub(crate) host_opts: HostArgs,
-    pub(crate) kernel: Vec<(String, std::path::PathBuf)>,
-    pub(crate) vm_opts: vm::VmArgs,
-    pub(crate) tasks: bool,
-    pub(crate) html: Option<std::path::PathBuf>,
-    pub(crate) timeline_at: Option<u64>,
-    pub(crate) timeline_len: u64,
-}
 
 pub(crate) fn run(a: CompareArgs) -> Result<()> {
     let CompareArgs { common, sched, host, host_opts, kernel, vm_opts, tasks, html, timeline_at, timeline_len } = a;

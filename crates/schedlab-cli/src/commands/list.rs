@@ -1,4 +1,5 @@
-//! `schedlab list`: the schedulers with their sources, kernels and tunables, and the built-in scenarios.
+//! `schedlab list`: the schedulers with their sources, kernels and
+//! tunables, and the built-in scenarios.
 
 use schedlab_sim::{Overrides, Workload};
 

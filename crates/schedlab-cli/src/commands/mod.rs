@@ -33,29 +33,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
             print_one(&common, &report, tasks)
         }
         Command::Host { common, host_opts } => host::run(common, host_opts),
-        Command::Compare {
-            common,
-            sched,
-            host,
-            host_opts,
-            kernel,
-            vm_opts,
-            tasks,
-            html,
-            timeline_at,
-            timeline_len,
-        } => compare::run(compare::CompareArgs {
-            common,
-            sched,
-            host,
-            host_opts,
-            kernel,
-            vm_opts,
-            tasks,
-            html,
-            timeline_at,
-            timeline_len,
-        }),
+        Command::Compare(args) => compare::run(args),
         Command::Sweep { common, vary, sched, metric, output, plot, jobs } => sweep::run(sweep::SweepRequest {
             common: &common,
             vary: &vary,
