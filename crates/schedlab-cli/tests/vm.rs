@@ -47,13 +47,7 @@ fn required<T>(thing: Option<T>, what: &str) -> Option<T> {
 /// children it waited for, qemu's included), on average over the run; a
 /// guest's tick rate holds only while its vCPUs have the host's CPUs.
 fn others_during<T>(run: impl FnOnce() -> T) -> (T, f64) {
-    fn busy() -> u64 {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let cpu = stat.lines().next().unwrap_or_default();
-        // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-        let v: Vec<u64> = cpu.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-        v.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum()
-    }
+    let busy = || schedlab_host::info::machine_cpu_ticks().0;
     fn children_cpu_ns() -> u64 {
         // SAFETY: getrusage writes the struct it is given.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -135,15 +135,24 @@ pub fn read() -> KernelInfo {
 /// what a test that needs free CPUs measures before it asserts, so that it
 /// can skip with the figure on a busy machine.
 pub fn idle_cpus(window: std::time::Duration) -> f64 {
-    let sample = || -> (u64, u64) {
-        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-        let v: Vec<u64> =
-            stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-        (v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0), v.iter().take(8).sum())
+    let sample = || {
+        let (busy, idle) = machine_cpu_ticks();
+        (idle, busy + idle)
     };
     let (i0, t0) = sample();
     std::thread::sleep(window);
     let (i1, t1) = sample();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     i1.saturating_sub(i0) as f64 / t1.saturating_sub(t0).max(1) as f64 * cpus
+}
+
+/// The whole machine's (busy, idle) time so far, in USER_HZ ticks, from the
+/// first line of /proc/stat: idle is idle + iowait, busy user, nice,
+/// system, irq, softirq and steal (guest time is inside user already).
+pub fn machine_cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let v: Vec<u64> =
+        stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    (v.iter().take(8).sum::<u64>() - idle, idle)
 }

@@ -342,14 +342,14 @@ struct HostLoad {
 
 impl HostLoad {
     fn start(pid: u32) -> HostLoad {
-        let (busy0, qemu0) = (host_busy(), process_cpu(pid).unwrap_or(0));
+        let (busy0, qemu0) = (schedlab_host::info::machine_cpu_ticks().0, process_cpu(pid).unwrap_or(0));
         let now = Instant::now();
         HostLoad { pid, start: now, busy0, qemu0, last: std::cell::Cell::new((busy0, qemu0, now)) }
     }
 
     fn sample(&self) {
         if let Some(cpu) = process_cpu(self.pid) {
-            self.last.set((host_busy(), cpu, Instant::now()));
+            self.last.set((schedlab_host::info::machine_cpu_ticks().0, cpu, Instant::now()));
         }
     }
 
@@ -364,15 +364,6 @@ impl HostLoad {
         let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
         others as f64 / hz / secs
     }
-}
-
-/// All host CPUs' busy time from /proc/stat (all but idle and iowait,
-/// steal included), USER_HZ ticks.
-fn host_busy() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let cpu = stat.lines().next().unwrap_or_default();
-    let v: Vec<u64> = cpu.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
-    v.iter().enumerate().filter(|(i, _)| *i != 3 && *i != 4).map(|(_, x)| x).sum()
 }
 
 /// utime + stime of a process (every thread), USER_HZ ticks.
