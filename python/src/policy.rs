@@ -183,14 +183,7 @@ impl PyPolicy {
         let name: String = obj.getattr(intern!(py, "name"))?.extract().map_err(|_| {
             pyo3::exceptions::PyTypeError::new_err("the policy's `name` is a string, e.g. name = \"rr\"")
         })?;
-        let plain = !name.is_empty()
-            && name.len() <= 32
-            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !plain {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "policy name {name:?}: use 1 to 32 lowercase letters, digits, '-' or '_'"
-            )));
-        }
+        schedlab_policies::check_name(&name).map_err(pyo3::exceptions::PyValueError::new_err)?;
         let has = |m: &str| obj.hasattr(m).unwrap_or(false);
         let defined = Defined {
             task_new: has("task_new"),
@@ -208,9 +201,16 @@ impl PyPolicy {
         Ok(PyPolicy { obj: obj.unbind(), sys, name: intern_name(&name), defined })
     }
 
-    /// Calls hook `method` with (sys, *args), the GIL taken for the call;
-    /// a Python exception ends the run with the hook's name.
-    fn call<A>(&self, sys: &mut Sys, method: &str, args: A) -> Option<Py<PyAny>>
+    /// Calls hook `method` with (sys, *args) and reads its result with
+    /// `read`, the GIL taken once for both; a Python exception, or a result
+    /// `read` refuses, ends the run with the hook's name.
+    fn call<A, T>(
+        &self,
+        sys: &mut Sys,
+        method: &str,
+        args: A,
+        read: impl FnOnce(&Bound<'_, PyAny>) -> Result<T, String>,
+    ) -> Option<T>
     where
         A: IntoIterator<Item = Arg>,
     {
@@ -221,48 +221,34 @@ impl PyPolicy {
             items.extend(args.into_iter().map(|a| a.into_py(py)));
             let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
             handle.borrow().sys.set(std::ptr::null_mut());
-            match result {
-                Ok(v) => Some(v.unbind()),
+            let read = match result {
+                Ok(v) => read(&v),
                 Err(e) => {
-                    sys.fail(format!(
-                        "the Python hook {method} raised {}",
-                        e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string())
-                    ));
-                    None
+                    Err(format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string())))
                 }
-            }
+            };
+            read.map_err(|what| sys.fail(format!("the Python hook {method} {what}"))).ok()
         })
     }
+}
 
-    /// A hook's result as an int (a task or a CPU), None as None.
-    fn int_result(&self, sys: &mut Sys, method: &str, v: Option<Py<PyAny>>) -> Option<Option<u32>> {
-        let v = v?;
-        Python::attach(|py| {
-            let v = v.bind(py);
-            if v.is_none() {
-                return Some(None);
-            }
-            match v.extract::<u32>() {
-                Ok(n) => Some(Some(n)),
-                Err(_) => {
-                    let shown = v.repr().map(|r| r.to_string()).unwrap_or_default();
-                    sys.fail(format!("the Python hook {method} returned {shown}: return an int (or None)"));
-                    None
-                }
-            }
-        })
-    }
+/// For hooks whose result means nothing.
+fn ignored(_: &Bound<'_, PyAny>) -> Result<(), String> {
+    Ok(())
+}
 
-    fn bool_result(&self, sys: &mut Sys, method: &str, v: Option<Py<PyAny>>) -> bool {
-        let Some(v) = v else { return false };
-        Python::attach(|py| match v.bind(py).is_truthy() {
-            Ok(b) => b,
-            Err(e) => {
-                sys.fail(format!("the Python hook {method} returned what is not true or false: {e}"));
-                false
-            }
-        })
+/// A hook's result as an int (a task or a CPU), None as None.
+fn int_or_none(v: &Bound<'_, PyAny>) -> Result<Option<u32>, String> {
+    if v.is_none() {
+        return Ok(None);
     }
+    v.extract::<u32>().map(Some).map_err(|_| {
+        format!("returned {}: return an int (or None)", v.repr().map(|r| r.to_string()).unwrap_or_default())
+    })
+}
+
+fn truth(v: &Bound<'_, PyAny>) -> Result<bool, String> {
+    v.is_truthy().map_err(|e| format!("returned what is not true or false: {e}"))
 }
 
 /// A hook argument.
@@ -292,7 +278,7 @@ impl Policy for PyPolicy {
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
         if self.defined.task_new {
-            self.call(sys, "task_new", [Arg::U(t as u64), Arg::Opt(parent)]);
+            self.call(sys, "task_new", [Arg::U(t as u64), Arg::Opt(parent)], ignored);
         }
     }
 
@@ -301,8 +287,7 @@ impl Policy for PyPolicy {
             return schedlab_sim::policy::idle_first(sys, t, prev);
         }
         let new = matches!(kind, WakeKind::New);
-        let v = self.call(sys, "select_cpu", [Arg::U(t as u64), Arg::U(prev as u64), Arg::B(new)]);
-        match self.int_result(sys, "select_cpu", v) {
+        match self.call(sys, "select_cpu", [Arg::U(t as u64), Arg::U(prev as u64), Arg::B(new)], int_or_none) {
             Some(Some(cpu)) => cpu,
             Some(None) => {
                 sys.fail("the Python hook select_cpu returned None: return a CPU".into());
@@ -318,7 +303,7 @@ impl Policy for PyPolicy {
             Enqueue::Wakeup => "wakeup",
             Enqueue::Migrate => "migrate",
         };
-        self.call(sys, "enqueue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(how)]);
+        self.call(sys, "enqueue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(how)], ignored);
     }
 
     fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
@@ -326,17 +311,16 @@ impl Policy for PyPolicy {
             Dequeue::Sleep => "sleep",
             Dequeue::Exit => "exit",
         };
-        self.call(sys, "dequeue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(why)]);
+        self.call(sys, "dequeue", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::S(why)], ignored);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let v = self.call(sys, "pick", [Arg::U(cpu as u64)]);
-        self.int_result(sys, "pick", v).flatten()
+        self.call(sys, "pick", [Arg::U(cpu as u64)], int_or_none).flatten()
     }
 
     fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool) {
         if self.defined.put_prev {
-            self.call(sys, "put_prev", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::B(runnable)]);
+            self.call(sys, "put_prev", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::B(runnable)], ignored);
         } else {
             sys.fail(format!(
                 "a real-time task took CPU {cpu} from task {t}: define put_prev(sys, cpu, task, runnable) to put it \
@@ -347,13 +331,13 @@ impl Policy for PyPolicy {
 
     fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
         if self.defined.account {
-            self.call(sys, "account", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::U(delta)]);
+            self.call(sys, "account", [Arg::U(cpu as u64), Arg::U(t as u64), Arg::U(delta)], ignored);
         }
     }
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
         if self.defined.tick {
-            self.call(sys, "tick", [Arg::U(cpu as u64), Arg::U(curr as u64)]);
+            self.call(sys, "tick", [Arg::U(cpu as u64), Arg::U(curr as u64)], ignored);
         }
     }
 
@@ -361,31 +345,31 @@ impl Policy for PyPolicy {
         if !self.defined.wakeup_preempt {
             return false;
         }
-        let v = self.call(sys, "wakeup_preempt", [Arg::U(cpu as u64), Arg::U(curr as u64), Arg::U(woken as u64)]);
-        self.bool_result(sys, "wakeup_preempt", v)
+        let args = [Arg::U(cpu as u64), Arg::U(curr as u64), Arg::U(woken as u64)];
+        self.call(sys, "wakeup_preempt", args, truth).unwrap_or(false)
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
         if self.defined.yield_task {
-            self.call(sys, "yield_task", [Arg::U(cpu as u64), Arg::U(t as u64)]);
+            self.call(sys, "yield_task", [Arg::U(cpu as u64), Arg::U(t as u64)], ignored);
         }
     }
 
     fn balance(&mut self, sys: &mut Sys, cpu: CpuId, idle: bool) {
         if self.defined.balance {
-            self.call(sys, "balance", [Arg::U(cpu as u64), Arg::B(idle)]);
+            self.call(sys, "balance", [Arg::U(cpu as u64), Arg::B(idle)], ignored);
         }
     }
 
     fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
         if self.defined.newidle_balance {
-            self.call(sys, "newidle_balance", [Arg::U(cpu as u64)]);
+            self.call(sys, "newidle_balance", [Arg::U(cpu as u64)], ignored);
         }
     }
 
     fn timer(&mut self, sys: &mut Sys, token: u64) {
         if self.defined.timer {
-            self.call(sys, "timer", [Arg::U(token)]);
+            self.call(sys, "timer", [Arg::U(token)], ignored);
         }
     }
 }

@@ -163,6 +163,20 @@ impl UserPolicy {
 
 static USER_POLICIES: std::sync::OnceLock<Vec<UserPolicy>> = std::sync::OnceLock::new();
 
+/// Whether `name` can name a policy of one's own: plain (1 to 32
+/// lowercase letters, digits, `-`, `_`), as `--sched` takes it and as
+/// reports and file names carry it.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let plain = !name.is_empty()
+        && name.len() <= 32
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+    if plain {
+        Ok(())
+    } else {
+        Err(format!("policy name '{}': use 1 to 32 lowercase letters, digits, '-' or '_'", name.escape_default()))
+    }
+}
+
 /// Adds policies to the registry, once per process, before any is built:
 /// their names must be new, and plain (lowercase letters, digits, `-`,
 /// `_`), as `--sched` takes them.
@@ -170,15 +184,7 @@ pub fn register(policies: Vec<UserPolicy>) -> Result<(), String> {
     let mut seen: Vec<&str> = POLICIES.iter().map(|p| p.name).collect();
     for p in &policies {
         let name = p.info.name;
-        let plain = !name.is_empty()
-            && name.len() <= 32
-            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !plain {
-            return Err(format!(
-                "policy name '{}': use 1 to 32 lowercase letters, digits, '-' or '_'",
-                name.escape_default()
-            ));
-        }
+        check_name(name)?;
         if seen.contains(&name) {
             return Err(format!("policy name '{name}' is taken (by a built-in or an earlier registration): rename it"));
         }
