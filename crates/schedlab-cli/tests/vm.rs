@@ -267,8 +267,13 @@ fn tt_kernel_starves_a_yield_loop_beside_a_hog() {
     // TT 6.1: yield_task_fair runs detect_type on the marked vruntime, which
     // makes the yielder BATCH (+19) until it runs again, so its TT vruntime
     // grows ~1.9 ms a yield and the hog wins the HRRN pick: the yielder gets
-    // about 3% (50% before the model ran that detection). Small shares are
-    // compared as validate does: within 25% of the real share.
+    // a few percent, in the kernel and in the model (50% before the model
+    // ran that detection). The shares themselves are not compared: the
+    // yielder's share is its run over the hog's, and the kernel runs the
+    // hog for two ticks a turn where the model runs it for one (validate's
+    // tt yield-hog rows, unexplained), so an equal share would be two
+    // errors cancelling; the real share moves with the emulation's cost of
+    // a yield too (2.2-3.2% in quiet boots of one day).
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some((real, sim, others)) = real_and_simulated("tt-6.1", &[], "tt", &["yield-hog"]) else { return };
     let share = |r: &serde_json::Value| {
@@ -276,8 +281,14 @@ fn tt_kernel_starves_a_yield_loop_beside_a_hog() {
             .as_f64()
             .unwrap()
     };
-    assert!(share(&sim) < 5.0, "simulated yielder share {:.1}%", share(&sim));
-    check_close("yielder share %", share(&real), share(&sim), share(&real) * 0.25, others);
+    for (side, r) in [("simulated", &sim), ("real", &real)] {
+        let yielder = share(r);
+        if side == "real" && !(0.5..5.0).contains(&yielder) && others > OTHERS_LIMIT {
+            skip(&format!("other processes took {others:.2} host CPUs during the guest's run (yielder {yielder:.1}%)"));
+            return;
+        }
+        assert!((0.5..5.0).contains(&yielder), "{side} yielder share {yielder:.2}%: TT should starve it, not stop it");
+    }
 }
 
 #[test]

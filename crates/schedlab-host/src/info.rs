@@ -7,6 +7,7 @@ pub struct KernelInfo {
     pub release: String,
     pub hz: Option<u32>,
     pub preempt: Option<String>,
+    pub clocksource: Option<String>,
     pub tunables: Vec<(String, i64)>,
     pub notes: Vec<String>,
 }
@@ -128,7 +129,41 @@ pub fn read() -> KernelInfo {
     if !unreadable.is_empty() {
         notes.push(format!("scheduler tunables in debugfs could not be read: {}", unreadable.join(", ")));
     }
-    KernelInfo { release, hz, preempt, tunables, notes }
+    let clocksource = clocksource();
+    if let Some((on, cpus)) = high_res_timers().filter(|(on, cpus)| on < cpus) {
+        notes.push(format!(
+            "high-resolution timers are active on {on} of {cpus} CPUs: on the others every hrtimer (hrtick, \
+             nanosleep) fires at a tick"
+        ));
+    }
+    KernelInfo { release, hz, preempt, clocksource, tunables, notes }
+}
+
+/// The clock the kernel keeps time with now (current_clocksource).
+pub fn clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// How many CPUs run high-resolution timers, of how many /proc/timer_list
+/// lists (root only; None without it or without CONFIG_HIGH_RES_TIMERS,
+/// whose `.hres_active` it then does not print). A CPU without them fires
+/// every hrtimer (hrtick, nanosleep, the tick itself) at a tick: a kernel
+/// switches to them only once it has a clocksource fit for them, which an
+/// x86 boot gets when its TSC calibration is refined, about a second in.
+pub fn high_res_timers() -> Option<(usize, usize)> {
+    parse_hres_active(&std::fs::read_to_string("/proc/timer_list").ok()?)
+}
+
+fn parse_hres_active(timer_list: &str) -> Option<(usize, usize)> {
+    let flags: Vec<bool> = timer_list
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(".hres_active"))
+        .map(|rest| rest.trim_start_matches([' ', ':']).trim() == "1")
+        .collect();
+    (!flags.is_empty()).then(|| (flags.iter().filter(|&&on| on).count(), flags.len()))
 }
 
 /// Host CPUs left idle by everything else over `window`, from /proc/stat:
@@ -155,4 +190,16 @@ pub fn machine_cpu_ticks() -> (u64, u64) {
         stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
     let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
     (v.iter().take(8).sum::<u64>() - idle, idle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn high_res_timers_are_counted_per_cpu_from_timer_list() {
+        let list = "cpu: 0\n clock 0:\n  .hres_active    : 1\ncpu: 1\n  .hres_active    : 0\n";
+        assert_eq!(parse_hres_active(list), Some((1, 2)));
+        assert_eq!(parse_hres_active("Timer List Version: v0.9\ncpu: 0\n"), None);
+    }
 }

@@ -736,6 +736,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
             machine: "this machine".into(),
             hz: kernel.hz,
             preempt: kernel.preempt.clone(),
+            clocksource: kernel.clocksource.clone(),
             tracing: tracing_state,
             cgroups: cgroups_state,
             notes,

@@ -295,6 +295,11 @@ pub struct HostInfo {
     pub machine: String,
     pub hz: Option<u32>,
     pub preempt: Option<String>,
+    /// The clock the kernel keeps time with (current_clocksource): a TSC
+    /// found unstable at boot leaves a slow, coarse one (hpet, acpi_pm)
+    /// behind every timer and clock read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocksource: Option<String>,
     /// "tracefs instance" or why not.
     pub tracing: String,
     /// "cgroup v1 cpu controller", "cgroup v2" or why not.

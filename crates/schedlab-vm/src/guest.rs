@@ -1,6 +1,7 @@
 //! Inside the guest: schedlab is the kernel's init (PID 1 of an initramfs).
 //! It mounts what the host runner reads (proc, sysfs, devtmpfs, tracefs,
 //! debugfs, the cgroup v1 cpu controller), says it is up on the console,
+//! waits for the kernel's final clocksource and high-resolution timers,
 //! runs its job with stdout on the second serial port, writes the exit
 //! code after the output, waits until the port has sent everything, and
 //! powers the machine off, which ends QEMU.
@@ -58,6 +59,7 @@ pub fn start() -> Result<Vec<String>, String> {
         }
     }
     eprintln!("{UP_MARKER}");
+    wait_for_final_timekeeping();
     let port = std::fs::OpenOptions::new()
         .write(true)
         .open(RESULT_PORT)
@@ -69,6 +71,41 @@ pub fn start() -> Result<Vec<String>, String> {
     }
     let text = std::fs::read(ARGS_FILE).map_err(|e| format!("cannot read {ARGS_FILE}: {e}"))?;
     serde_json::from_slice(&text).map_err(|e| format!("{ARGS_FILE}: {e}"))
+}
+
+/// Longest wait for the kernel's timekeeping to settle (guest time).
+const TIMEKEEPING_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Holds the job back until the kernel keeps time as it will for the rest
+/// of the boot. An x86 kernel starts on tsc-early, which is not fit for
+/// high-resolution timers, and replaces it with tsc when a delayed work
+/// refines the TSC's frequency, about a second after the initcall: often
+/// after init has started (at 1.57 s and 1.88 s in a boot of pds-6.12 under
+/// TCG). A job that starts first runs with every hrtimer on the tick grid,
+/// and one that keeps its CPUs busy can starve that work for its whole run:
+/// a pds-6.12 guest then ran its 4 ms hrtick slices for 4.7 ms on average
+/// against 4.3 ms. The outcome goes to the console; the runner reports the
+/// clocksource and any CPU left without high-resolution timers.
+fn wait_for_final_timekeeping() {
+    let start = std::time::Instant::now();
+    loop {
+        let clock = schedlab_host::info::clocksource();
+        let hres = schedlab_host::info::high_res_timers();
+        let settled = clock.as_deref() != Some("tsc-early") && hres.is_none_or(|(on, cpus)| on == cpus);
+        if settled || start.elapsed() >= TIMEKEEPING_WAIT {
+            let hres = hres.map_or("high-resolution timers unknown".to_string(), |(on, cpus)| {
+                format!("high-resolution timers on {on} of {cpus} CPUs")
+            });
+            eprintln!(
+                "schedlab-guest: timekeeping {} after {} ms: clocksource {}, {hres}",
+                if settled { "settled" } else { "not settled" },
+                start.elapsed().as_millis(),
+                clock.as_deref().unwrap_or("unknown"),
+            );
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Whether the kernel has a cpu cgroup controller (/proc/cgroups lists it).

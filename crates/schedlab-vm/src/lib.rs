@@ -15,6 +15,16 @@
 //! to TCG once. Under TCG the kernel's decisions are real and the CPU is
 //! emulated: costs and absolute latencies are not this hardware's.
 //!
+//! Clocks under TCG: the guest's TSC is the host's, so it is as steady and
+//! as synchronised across vCPUs as the host's, but the 6.1 and 5.10 kernels'
+//! boot-time TSC sync check sees warps (a vCPU thread descheduled inside
+//! the check) and fall back to the emulated HPET, where a real machine
+//! keeps the TSC; with the TSC as its clock and hpet's hrtimers, a traced
+//! tick drifted off the jiffy grid. TCG guests boot with `tsc=reliable`, so
+//! every kernel keeps time on the TSC as on hardware (the report names the
+//! clocksource), and init starts the job only once the kernel has it and
+//! high-resolution timers (guest::start).
+//!
 //! Nothing is left behind: QEMU runs in its own process group with
 //! PR_SET_PDEATHSIG (it dies with schedlab, even on SIGKILL), is killed on
 //! Ctrl-C, SIGTERM, SIGHUP, a timeout or an error, and the temporary
@@ -245,6 +255,9 @@ impl Launch<'_> {
         cmd.arg("-kernel").arg(&self.opts.kernel);
         cmd.arg("-initrd").arg(self.initrd);
         let mut append = String::from("console=ttyS0 quiet loglevel=4 panic=-1 rdinit=/init");
+        if accel != Accel::Kvm {
+            append.push_str(" tsc=reliable");
+        }
         for a in &self.opts.boot_args {
             append.push(' ');
             append.push_str(a);

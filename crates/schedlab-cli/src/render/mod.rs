@@ -218,7 +218,8 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
     if let Some(h) = &r.host {
         let hz = h.hz.map_or("unknown".to_string(), |hz| hz.to_string());
         let preempt = h.preempt.as_deref().unwrap_or("unknown");
-        let _ = writeln!(out, "kernel {} on {}: HZ={hz}, preemption {preempt}", h.kernel_release, h.machine);
+        let clock = h.clocksource.as_deref().map_or(String::new(), |c| format!(", clocksource {c}"));
+        let _ = writeln!(out, "kernel {} on {}: HZ={hz}, preemption {preempt}{clock}", h.kernel_release, h.machine);
         let _ = writeln!(out, "tracing: {}\ngroups: {}", h.tracing, h.cgroups);
         for n in &h.notes {
             let _ = writeln!(out, "note: {n}");
