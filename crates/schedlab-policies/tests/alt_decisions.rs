@@ -366,3 +366,21 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     assert!((share_of(&r, "iso") - 50.0).abs() < 2.0);
     assert!(r.absent.iter().any(|a| a.contains("SCHED_ISO")), "{:?}", r.absent);
 }
+
+#[test]
+fn tt_charges_a_yielder_at_each_update_curr_so_the_hog_keeps_its_turns() {
+    // TT 6.1's update_curr adds a BATCH task's +1.9 ms at every call, and a
+    // yield makes two (sched_yield's, then put_prev_entity's): the yielder's
+    // response ratio outgrows the hog's, so at the hog's first tick it
+    // stays behind, and the hog often runs on to the end of its 6 ms CFS
+    // slice (the second tick). Charged once a yield, the yielder stayed
+    // ahead and took the CPU back at every tick: 3.9 ms hog runs, 500
+    // switches/s; the tt-6.1 kernel runs the hog 7.5 ms a turn.
+    let ov = schedlab_sim::Overrides { duration: Some(3_000_000_000), ..Default::default() };
+    let w = scenario("yield-hog", ov);
+    let r = run_checked(&w, "tt");
+    let hog = r.specs.iter().find(|s| s.name == "hog").unwrap();
+    let run_ms = hog.runtime_per_switch.mean as f64 / 1e6;
+    assert!((5.0..8.0).contains(&run_ms), "tt: the hog ran {run_ms:.2} ms a turn");
+    assert!(share_of(&r, "yielder") < 3.0, "tt: yielder {:.2}%", share_of(&r, "yielder"));
+}

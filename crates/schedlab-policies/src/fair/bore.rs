@@ -32,7 +32,9 @@
 //! tasks form no process tree beyond fork; `is_idle_core` in
 //! select_idle_sibling (only SMT machines see it).
 
-use schedlab_sim::Nanos;
+use crate::weights::task_weight;
+use schedlab_sim::workload::SchedPolicy;
+use schedlab_sim::{Nanos, Sys, TaskId};
 use std::collections::BTreeMap;
 
 pub const MAX_BURST_PENALTY: u32 = (40 << 8) - 1;
@@ -202,6 +204,53 @@ impl Burst {
         self.penalty = self.prev_penalty;
         self.score = if t.sched_bore { self.penalty >> 8 } else { 0 };
         self.score
+    }
+}
+
+/// BORE's part of the fair class: the burst score as a weight, and the
+/// score a child inherits.
+impl super::Fair {
+    /// BORE: the weight of nice + burst score (effective_prio).
+    pub(super) fn bore_weight(&self, sys: &Sys, t: TaskId) -> u64 {
+        let info = sys.task(t);
+        if info.policy == SchedPolicy::Idle {
+            return task_weight(sys, t);
+        }
+        let score = self.burst[t as usize].score as i32;
+        crate::weights::nice_to_weight((info.nice + score).min(19))
+    }
+
+    /// update_burst_score's reweight_task_by_prio when the score moved.
+    pub(super) fn bore_reweight(&mut self, sys: &Sys, t: TaskId) {
+        let se = self.per_task[t as usize].se;
+        let w = self.bore_weight(sys, t);
+        if w != self.ents[se as usize].weight {
+            self.reweight_entity(se, w);
+        }
+    }
+
+    /// The burst score of a task under BORE (tests, reports).
+    pub fn burst_score(&self, t: TaskId) -> Option<u32> {
+        self.bore.as_ref().map(|_| self.burst[t as usize].score)
+    }
+
+    /// inherit_from_parent: the parent's children's average penalty, at
+    /// least the parent's own, cached for sched_burst_cache_lifetime.
+    pub(super) fn bore_inherit(&mut self, now: Nanos, parent: TaskId) -> u32 {
+        let b = self.bore.as_ref().expect("bore");
+        let lifetime = b.cache_lifetime;
+        if let Some((score, at)) = self.burst[parent as usize].child_cache
+            && at + lifetime >= now
+        {
+            return score;
+        }
+        // BURST_CACHE_STOP_COUNT: the first 63 children.
+        let kids = &self.children[parent as usize][..self.children[parent as usize].len().min(63)];
+        let sum: u32 = kids.iter().map(|&c| self.burst[c as usize].penalty).sum();
+        let avg = if kids.is_empty() { 0 } else { sum / kids.len() as u32 };
+        let score = avg.max(self.burst[parent as usize].penalty);
+        self.burst[parent as usize].child_cache = Some((score, now));
+        score
     }
 }
 

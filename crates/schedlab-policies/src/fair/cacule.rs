@@ -48,7 +48,7 @@
 //! reads; the model's PELT decays it as CFS does.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
-use schedlab_sim::{Nanos, Tunable};
+use schedlab_sim::{Nanos, TaskId, Tunable};
 use std::collections::BTreeMap;
 
 const YIELD_MARK: u64 = 1 << 63;
@@ -300,6 +300,47 @@ pub(super) fn normalize_lifetime(
     *start = now - (max_life >> 1);
     *vruntime = (max_life << 9) / old_hrrn_x;
     true
+}
+
+/// CacULE's part of the fair class: the scores its list is ordered by.
+impl super::Fair {
+    pub(super) fn cacule_score(&self, se: u32, now: Nanos) -> u64 {
+        let m = self.cacule.as_ref().expect("cacule").interactivity_factor;
+        self.cnodes[se as usize].score(now, m)
+    }
+
+    /// What CacULE's entity_before compares of `se`: its SCHED_IDLE-ness and
+    /// the sum of its interactivity, cache and starvation scores, those of
+    /// its cfs_rq's running entity scored as running.
+    pub(super) fn cacule_key(&self, se: u32, now: Nanos) -> (bool, u32) {
+        let running = self.rqs[self.ents[se as usize].rq as usize].curr == Some(se);
+        self.cnodes[se as usize].key(now, running, self.cacule.as_ref().expect("cacule"))
+    }
+
+    /// CacULE's pick_next_entity: the lowest key in the list (on a tie,
+    /// the entry nearest the head), the running entity only when it goes
+    /// strictly before that.
+    pub(super) fn pick_cacule(&self, rq: u32, now: Nanos) -> Option<u32> {
+        let r = &self.rqs[rq as usize];
+        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
+        let mut best: Option<(u32, (bool, u32))> = None;
+        r.tree.for_each(&self.ents, |s| {
+            let key = self.cacule_key(s, now);
+            if best.is_none_or(|(_, b)| before(b, key)) {
+                best = Some((s, key));
+            }
+        });
+        match (best, curr) {
+            (None, c) => c,
+            (Some((_, b)), Some(c)) if before(b, self.cacule_key(c, now)) => Some(c),
+            (Some((s, _)), _) => Some(s),
+        }
+    }
+
+    /// The CacULE interactivity score of `t` at `now` (tests, reports).
+    pub fn interactivity_score(&self, t: TaskId, now: Nanos) -> Option<u64> {
+        self.cacule.as_ref().map(|_| self.cacule_score(self.per_task[t as usize].se, now))
+    }
 }
 
 #[cfg(test)]

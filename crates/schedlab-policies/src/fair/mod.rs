@@ -27,7 +27,10 @@
 //! Three out-of-tree schedulers are built on this code as their patches
 //! build on fair.c: [`bore`] on EEVDF, [`cacule`] and [`tt`] on CFS (their
 //! runqueues become lists scanned for an interactivity score or a response
-//! ratio, kept here as the tree in list order).
+//! ratio, kept here as the tree in list order). Each one's own state,
+//! tunables and helpers live in its file; the hooks below call them where
+//! the patch changes fair.c, each call under `if let Some(..) = &self.bore`
+//! (`cacule`, `tt`), so that a reader of one patch can grep for its field.
 
 mod bore;
 mod cacule;
@@ -384,49 +387,6 @@ impl Fair {
             }
         }
         Ok(f)
-    }
-
-    /// BORE: the weight of nice + burst score (effective_prio).
-    fn bore_weight(&self, sys: &Sys, t: TaskId) -> u64 {
-        let info = sys.task(t);
-        if info.policy == SchedPolicy::Idle {
-            return task_weight(sys, t);
-        }
-        let score = self.burst[t as usize].score as i32;
-        crate::weights::nice_to_weight((info.nice + score).min(19))
-    }
-
-    /// update_burst_score's reweight_task_by_prio when the score moved.
-    fn bore_reweight(&mut self, sys: &Sys, t: TaskId) {
-        let se = self.per_task[t as usize].se;
-        let w = self.bore_weight(sys, t);
-        if w != self.ents[se as usize].weight {
-            self.reweight_entity(se, w);
-        }
-    }
-
-    /// The burst score of a task under BORE (tests, reports).
-    pub fn burst_score(&self, t: TaskId) -> Option<u32> {
-        self.bore.as_ref().map(|_| self.burst[t as usize].score)
-    }
-
-    /// inherit_from_parent: the parent's children's average penalty, at
-    /// least the parent's own, cached for sched_burst_cache_lifetime.
-    fn bore_inherit(&mut self, now: Nanos, parent: TaskId) -> u32 {
-        let b = self.bore.as_ref().expect("bore");
-        let lifetime = b.cache_lifetime;
-        if let Some((score, at)) = self.burst[parent as usize].child_cache
-            && at + lifetime >= now
-        {
-            return score;
-        }
-        // BURST_CACHE_STOP_COUNT: the first 63 children.
-        let kids = &self.children[parent as usize][..self.children[parent as usize].len().min(63)];
-        let sum: u32 = kids.iter().map(|&c| self.burst[c as usize].penalty).sum();
-        let avg = if kids.is_empty() { 0 } else { sum / kids.len() as u32 };
-        let score = avg.max(self.burst[parent as usize].penalty);
-        self.burst[parent as usize].child_cache = Some((score, now));
-        score
     }
 
     /// Check every pick against a brute-force answer (tests).
@@ -1678,6 +1638,10 @@ impl Policy for Fair {
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
         let prev_task = self.running_task(cpu);
+        if let Some(p) = prev_task.filter(|&p| self.tt.is_some() && sys.task(p).state == TaskState::Runnable) {
+            // put_prev_entity of a task still queued runs update_curr.
+            self.tt_update_curr_again(sys, cpu, p);
+        }
         if let (Some(p), Some(dst)) = (prev_task, self.push_to[cpu as usize].take()) {
             // Active balance: the stopper pushes the running task away.
             if sys.task(p).state == TaskState::Runnable && sys.allowed(p, dst) {
@@ -1887,6 +1851,10 @@ impl Policy for Fair {
         }
         let (se, pse) = self.matching(self.per_task[curr as usize].se, pse0);
         let rq = self.ents[se as usize].rq;
+        if self.tt.is_some() {
+            // check_preempt_wakeup's update_curr, after enqueue_entity's.
+            self.tt_update_curr_again(sys, sys.task(curr).cpu, curr);
+        }
         if self.cacule.is_some() {
             // entity_before(curr, woken): the woken entity preempts when its
             // scores sum strictly lower than the running one's; no buddies.
@@ -2167,98 +2135,11 @@ impl Policy for Fair {
     }
 }
 
-/// CacULE's and TT's list scans and per-task bookkeeping.
 impl Fair {
-    fn cacule_score(&self, se: u32, now: Nanos) -> u64 {
-        let m = self.cacule.as_ref().expect("cacule").interactivity_factor;
-        self.cnodes[se as usize].score(now, m)
-    }
-
-    /// What CacULE's entity_before compares of `se`: its SCHED_IDLE-ness and
-    /// the sum of its interactivity, cache and starvation scores, those of
-    /// its cfs_rq's running entity scored as running.
-    fn cacule_key(&self, se: u32, now: Nanos) -> (bool, u32) {
-        let running = self.rqs[self.ents[se as usize].rq as usize].curr == Some(se);
-        self.cnodes[se as usize].key(now, running, self.cacule.as_ref().expect("cacule"))
-    }
-
-    /// CacULE's pick_next_entity: the lowest key in the list (on a tie,
-    /// the entry nearest the head), the running entity only when it goes
-    /// strictly before that.
-    fn pick_cacule(&self, rq: u32, now: Nanos) -> Option<u32> {
-        let r = &self.rqs[rq as usize];
-        let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
-        let mut best: Option<(u32, (bool, u32))> = None;
-        r.tree.for_each(&self.ents, |s| {
-            let key = self.cacule_key(s, now);
-            if best.is_none_or(|(_, b)| cacule::before(b, key)) {
-                best = Some((s, key));
-            }
-        });
-        match (best, curr) {
-            (None, c) => c,
-            (Some((_, b)), Some(c)) if cacule::before(b, self.cacule_key(c, now)) => Some(c),
-            (Some((s, _)), _) => Some(s),
-        }
-    }
-
-    /// TT's __pick_first_entity / __pick_next_entity: the list entry with
-    /// the lowest HRRN_PERCENT (head-most on a tie), `skip` left out.
-    fn tt_first(&self, rq: u32, now: Nanos, skip: Option<u32>) -> Option<u32> {
-        let mut best: Option<(u32, u64)> = None;
-        self.rqs[rq as usize].tree.for_each(&self.ents, |s| {
-            if Some(s) == skip {
-                return;
-            }
-            let h = self.tnodes[s as usize].hrrn_percent(now);
-            if best.is_none_or(|(_, b)| (h.wrapping_sub(b) as i64) < 0) {
-                best = Some((s, h));
-            }
-        });
-        best.map(|(s, _)| s)
-    }
-
     /// The entity check_preempt_tick compares against: the leftmost, or
     /// under TT the list's lowest HRRN.
     fn tick_first(&self, rq: u32, now: Nanos) -> Option<u32> {
         if self.tt.is_some() { self.tt_first(rq, now, None) } else { self.rqs[rq as usize].leftmost.map(|(_, s)| s) }
-    }
-
-    /// detect_type's dedicated-CPU-bound bookkeeping for the task's CPU.
-    fn tt_type_changed(&mut self, cpu: CpuId, t: TaskId, change: Option<tt::TypeChange>) {
-        let Some(c) = change else {
-            return;
-        };
-        if !self.tt.as_ref().expect("tt").dedicated_cpu_bound {
-            return;
-        }
-        let d = &mut self.dedicated[cpu as usize];
-        if d.is_none() && c.new == TaskType::CpuBound {
-            *d = Some(t);
-        } else if *d == Some(t) && c.old == TaskType::CpuBound {
-            *d = None;
-        }
-    }
-
-    /// check_dedicated_cpu_bound: forget a dedicated task that is neither
-    /// running nor queued here any more.
-    fn tt_check_dedicated(&mut self, cpu: CpuId) {
-        if let Some(d) = self.dedicated[cpu as usize] {
-            let e = &self.ents[self.per_task[d as usize].se as usize];
-            if !(e.on_rq && e.rq == self.root(cpu)) {
-                self.dedicated[cpu as usize] = None;
-            }
-        }
-    }
-
-    /// The TT task type of `t` (tests, reports).
-    pub fn tt_type(&self, t: TaskId) -> Option<TaskType> {
-        self.tt.as_ref().map(|_| self.tnodes[self.per_task[t as usize].se as usize].task_type)
-    }
-
-    /// The CacULE interactivity score of `t` at `now` (tests, reports).
-    pub fn interactivity_score(&self, t: TaskId, now: Nanos) -> Option<u64> {
-        self.cacule.as_ref().map(|_| self.cacule_score(self.per_task[t as usize].se, now))
     }
 
     fn running_task(&self, cpu: CpuId) -> Option<TaskId> {

@@ -22,7 +22,12 @@
 //! detections (rt_sticky). The type replaces the nice level in TT's own
 //! vruntime: each update_curr adds delta + prio x 1 ms / (40 ms / tick)
 //! (prio -20 realtime, -10 interactive, -15 CPU-bound, +19 batch, nice for
-//! NO_TYPE), at least 1. The runqueue is a list; the pick and the tick
+//! NO_TYPE), at least 1. That offset comes with every update_curr call,
+//! not with time: TT's update_curr reads sched_clock(), so a call at an
+//! instant already charged still has a delta and still adds it, and the
+//! kernel calls it again in put_prev_entity for a task that stays queued
+//! (after the tick's or the yield's call) and in check_preempt_wakeup
+//! (after enqueue_entity's). The runqueue is a list; the pick and the tick
 //! compare HRRN_PERCENT = TT vruntime x 1000 / life (lower runs first),
 //! while CFS's weighted vruntime, sched_slice and wakeup granularity still
 //! decide tick and wakeup preemption. The first CPU_BOUND task found on a
@@ -35,7 +40,7 @@
 //! CGROUP_SCHED and autogroup, so it has no group scheduling.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
-use schedlab_sim::{Nanos, Tunable};
+use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
 use std::collections::BTreeMap;
 
 const YIELD_MARK: u64 = 1 << 63;
@@ -372,6 +377,76 @@ impl Node {
 
     pub fn unmark_yield(&mut self) {
         self.vruntime &= !YIELD_MARK;
+    }
+}
+
+/// TT's part of the fair class: the HRRN scan of its list, the extra
+/// update_curr calls and the dedicated CPU-bound task.
+impl super::Fair {
+    /// TT's __pick_first_entity / __pick_next_entity: the list entry with
+    /// the lowest HRRN_PERCENT (head-most on a tie), `skip` left out.
+    pub(super) fn tt_first(&self, rq: u32, now: Nanos, skip: Option<u32>) -> Option<u32> {
+        let mut best: Option<(u32, u64)> = None;
+        self.rqs[rq as usize].tree.for_each(&self.ents, |s| {
+            if Some(s) == skip {
+                return;
+            }
+            let h = self.tnodes[s as usize].hrrn_percent(now);
+            if best.is_none_or(|(_, b)| (h.wrapping_sub(b) as i64) < 0) {
+                best = Some((s, h));
+            }
+        });
+        best.map(|(s, _)| s)
+    }
+
+    /// TT's update_curr where the kernel runs it again at an instant the
+    /// engine has already charged: its clock is sched_clock(), so the delta
+    /// is the few hundred ns between the calls, never zero, and
+    /// convert_to_vruntime adds the type's offset all the same (BATCH +1.9
+    /// ms at HZ=250, a nice 5 NO_TYPE task +0.5 ms, CPU_BOUND 1 ns). That is
+    /// how a yield-looping task, charged at the yield and again when
+    /// schedule() puts it back, loses the HRRN order to a hog twice as fast
+    /// as one update a yield would make it.
+    pub(super) fn tt_update_curr_again(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+        let Some(tun) = &self.tt else {
+            return;
+        };
+        let se = self.per_task[t as usize].se;
+        let nice = sys.task(t).nice as i64;
+        let change = self.tnodes[se as usize].charge(sys.now, 0, nice, tun);
+        self.tt_type_changed(cpu, t, change);
+    }
+
+    /// detect_type's dedicated-CPU-bound bookkeeping for the task's CPU.
+    pub(super) fn tt_type_changed(&mut self, cpu: CpuId, t: TaskId, change: Option<TypeChange>) {
+        let Some(c) = change else {
+            return;
+        };
+        if !self.tt.as_ref().expect("tt").dedicated_cpu_bound {
+            return;
+        }
+        let d = &mut self.dedicated[cpu as usize];
+        if d.is_none() && c.new == TaskType::CpuBound {
+            *d = Some(t);
+        } else if *d == Some(t) && c.old == TaskType::CpuBound {
+            *d = None;
+        }
+    }
+
+    /// check_dedicated_cpu_bound: forget a dedicated task that is neither
+    /// running nor queued here any more.
+    pub(super) fn tt_check_dedicated(&mut self, cpu: CpuId) {
+        if let Some(d) = self.dedicated[cpu as usize] {
+            let e = &self.ents[self.per_task[d as usize].se as usize];
+            if !(e.on_rq && e.rq == self.root(cpu)) {
+                self.dedicated[cpu as usize] = None;
+            }
+        }
+    }
+
+    /// The TT task type of `t` (tests, reports).
+    pub fn tt_type(&self, t: TaskId) -> Option<TaskType> {
+        self.tt.as_ref().map(|_| self.tnodes[self.per_task[t as usize].se as usize].task_type)
     }
 }
 
