@@ -31,6 +31,12 @@
 //!   runs); past sched_iso_cpu (70%) that CPU is refractory and queues SCHED_ISO tasks as normal ones until it falls
 //!   under 90% of the limit ([`crate::bfs::IsoLimit`]).
 //!
+//! - sched_yield() follows yield_type (sysctl kernel.yield_type, default 1):
+//!   a yielder goes back in the queue with its deadline and runs on while
+//!   that is the earliest, so a task that yields in a loop beside a hog
+//!   still gets its rr_interval slices and half the CPU (type 2 expires the
+//!   slice first, type 0 ignores the call).
+//!
 //! Left out: real-time tasks counting as ISO time (schedlab's rt class runs
 //! them outside the policy), the catch-up decay of a CPU that ticks while
 //! idle (NO_HZ idle CPUs do not tick here), SMT_NICE, the skiplist's level
@@ -58,6 +64,7 @@ pub struct Muqss {
     rq_order: Vec<Vec<CpuId>>,
     timers: SliceTimers,
     iso: Vec<IsoLimit>,
+    yield_type: i64,
 }
 
 impl Muqss {
@@ -65,14 +72,24 @@ impl Muqss {
         let dl = VirtualDeadlines::new(
             "muqss",
             "1: the earliest deadline of all runqueues; 0: only from busier runqueues",
-            vec![TunableSpec {
-                name: "rqshare",
-                value: 2,
-                min: 0,
-                max: 5,
-                help: "CPUs sharing a runqueue (boot parameter rqshare=): 0 none, 1 smt, 2 mc (default), 3 llc, \
-                       4 smp, 5 all",
-            }],
+            vec![
+                TunableSpec {
+                    name: "rqshare",
+                    value: 2,
+                    min: 0,
+                    max: 5,
+                    help: "CPUs sharing a runqueue (boot parameter rqshare=): 0 none, 1 smt, 2 mc (default), 3 llc, \
+                           4 smp, 5 all",
+                },
+                TunableSpec {
+                    name: "yield_type",
+                    value: 1,
+                    min: 0,
+                    max: 2,
+                    help: "sched_yield(): 0 does nothing, 1 reschedules and runs a better deadline if one waits \
+                           (default), 2 expires the slice and renews the deadline first",
+                },
+            ],
             w,
         )?;
         let n = w.nr_cpus();
@@ -86,7 +103,9 @@ impl Muqss {
             })
             .collect();
         let iso = vec![IsoLimit::muqss(w.machine.hz, dl.iso_cpu()); n as usize];
+        let yield_type = dl.value("yield_type");
         Ok(Muqss {
+            yield_type,
             dl,
             rqs: KeyedQueues::new(n as usize),
             queue_of,
@@ -250,7 +269,15 @@ impl Policy for Muqss {
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        self.dl.expire_now(t);
+        // do_sched_yield: type 0 returns at once; otherwise schedule(),
+        // where the yielder is requeued with the deadline it has and runs
+        // on if that is still the earliest; type 2 first expires its slice
+        // (time_slice_expired: a new slice and a later deadline).
+        match self.yield_type {
+            0 => return,
+            2 => self.dl.expire_now(t),
+            _ => {}
+        }
         sys.resched(cpu);
     }
 
