@@ -29,8 +29,8 @@
 //! runqueues become lists scanned for an interactivity score or a response
 //! ratio, kept here as the tree in list order). Each one's own state,
 //! tunables and helpers live in its file; the hooks below call them where
-//! the patch changes fair.c, each call under `if let Some(..) = &self.bore`
-//! (`cacule`, `tt`), so that a reader of one patch can grep for its field.
+//! the patch changes fair.c, each behind a test of `self.bore` (`cacule`,
+//! `tt`), so that a reader of one patch can grep for its field.
 
 mod bore;
 mod cacule;
@@ -1640,7 +1640,7 @@ impl Policy for Fair {
         let prev_task = self.running_task(cpu);
         if let Some(p) = prev_task.filter(|&p| self.tt.is_some() && sys.task(p).state == TaskState::Runnable) {
             // put_prev_entity of a task still queued runs update_curr.
-            self.tt_update_curr_again(sys, cpu, p);
+            self.tt_update_curr(sys, cpu, p, 0);
         }
         if let (Some(p), Some(dst)) = (prev_task, self.push_to[cpu as usize].take()) {
             // Active balance: the stopper pushes the running task away.
@@ -1770,12 +1770,9 @@ impl Policy for Fair {
             }
             se = up;
         }
-        if let Some(tun) = &self.tt {
-            let se = self.per_task[t as usize].se;
-            let nice = sys.task(t).nice as i64;
-            let change = self.tnodes[se as usize].charge(sys.now, delta, nice, tun);
+        if self.tt.is_some() {
+            self.tt_update_curr(sys, cpu, t, delta);
             self.last_charge[t as usize] = (sys.now, delta);
-            self.tt_type_changed(cpu, t, change);
         }
         if resched {
             sys.resched(cpu);
@@ -1832,7 +1829,7 @@ impl Policy for Fair {
         }
     }
 
-    fn wakeup_preempt(&mut self, sys: &mut Sys, _cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
+    fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
         let (cp, wp) = (sys.task(curr).policy, sys.task(woken).policy);
         let pse0 = self.per_task[woken as usize].se;
         if self.throttled_hierarchy(self.ents[pse0 as usize].rq) {
@@ -1853,7 +1850,7 @@ impl Policy for Fair {
         let rq = self.ents[se as usize].rq;
         if self.tt.is_some() {
             // check_preempt_wakeup's update_curr, after enqueue_entity's.
-            self.tt_update_curr_again(sys, sys.task(curr).cpu, curr);
+            self.tt_update_curr(sys, cpu, curr, 0);
         }
         if self.cacule.is_some() {
             // entity_before(curr, woken): the woken entity preempts when its

@@ -399,21 +399,22 @@ impl super::Fair {
         best.map(|(s, _)| s)
     }
 
-    /// TT's update_curr where the kernel runs it again at an instant the
-    /// engine has already charged: its clock is sched_clock(), so the delta
-    /// is the few hundred ns between the calls, never zero, and
+    /// TT's part of update_curr for `t` on `cpu`, `delta` being the run the
+    /// engine charged (0 where the kernel calls update_curr again at an
+    /// instant already charged). Its clock is sched_clock(), so the kernel's
+    /// delta is then the few hundred ns between the calls, never zero, and
     /// convert_to_vruntime adds the type's offset all the same (BATCH +1.9
     /// ms at HZ=250, a nice 5 NO_TYPE task +0.5 ms, CPU_BOUND 1 ns). That is
     /// how a yield-looping task, charged at the yield and again when
     /// schedule() puts it back, loses the HRRN order to a hog twice as fast
     /// as one update a yield would make it.
-    pub(super) fn tt_update_curr_again(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+    pub(super) fn tt_update_curr(&mut self, sys: &Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
         let Some(tun) = &self.tt else {
             return;
         };
         let se = self.per_task[t as usize].se;
         let nice = sys.task(t).nice as i64;
-        let change = self.tnodes[se as usize].charge(sys.now, 0, nice, tun);
+        let change = self.tnodes[se as usize].charge(sys.now, delta, nice, tun);
         self.tt_type_changed(cpu, t, change);
     }
 
