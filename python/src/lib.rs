@@ -1,6 +1,6 @@
 //! `schedlab._native`: the simulator's crates for the Python package (the
 //! pure-Python `schedlab` module beside it builds the API people use).
-//! No second implementation: workloads are read by `schedlab_sim::input`,
+//! No second implementation: workloads are read by `schedlab_sim::formats::input`,
 //! grids expanded by `schedlab_sim::grid`, runs simulated by the policies
 //! of `schedlab_policies`, and reports come back as the JSON and CSV rows
 //! the CLI prints. The GIL is released while simulations run, and a batch
@@ -82,7 +82,7 @@ fn overrides(json: &str) -> Result<Overrides, String> {
 /// with `inline`, the JSON of a Python dict in the TOML file's shape.
 fn workload(spec: &str, inline: bool, ov: &Overrides) -> Result<Workload, String> {
     if !inline {
-        return Ok(schedlab_sim::input::load(spec, ov)?.workload);
+        return Ok(schedlab_sim::formats::input::load(spec, ov)?.workload);
     }
     let value: Value = serde_json::from_str(spec).map_err(|e| format!("workload dict: {e}"))?;
     let table = toml::Value::try_from(value).map_err(|e| format!("workload dict: {e}"))?;

@@ -5,7 +5,7 @@
 use crate::args::{Common, HostArgs, overrides};
 use anyhow::{Result, anyhow, bail};
 use rayon::prelude::*;
-use schedlab_sim::timeline::{Schedule, Timeline};
+use schedlab_sim::report::timeline::{Schedule, Timeline};
 use schedlab_sim::{Engine, EngineOptions, Observer, Overrides, Report, Workload};
 
 pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
@@ -19,7 +19,7 @@ pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
 /// The workload `c` names, read with overrides `ov` in place of the
 /// command line's (a sweep varies them).
 pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload> {
-    let loaded = schedlab_sim::input::load(&c.workload, ov).map_err(|e| anyhow!(e))?;
+    let loaded = schedlab_sim::formats::input::load(&c.workload, ov).map_err(|e| anyhow!(e))?;
     // Said once, not at every point of a sweep.
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if let Some(note) = loaded.note

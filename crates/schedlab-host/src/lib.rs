@@ -24,7 +24,7 @@ mod sys;
 mod tracing;
 
 use schedlab_sim::engine::{TaskRng, task_rng};
-use schedlab_sim::ftrace::{SchedEvent, SchedEventKind};
+use schedlab_sim::formats::ftrace::{SchedEvent, SchedEventKind};
 use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
 use schedlab_sim::workload::{Op, SchedPolicy};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
@@ -934,7 +934,7 @@ fn build_report(
         for (i, &hc) in sh.cpu_map.iter().enumerate() {
             llc[hc] = Some(w.machine.topology.llc_of(i as u32));
         }
-        let mut counter = schedlab_sim::decisions::DecisionCounter::new(llc, t0, stop);
+        let mut counter = schedlab_sim::report::decisions::DecisionCounter::new(llc, t0, stop);
         counter.feed_trace(events, |pid| spec_of.contains_key(&(pid as i32)));
         host.decisions = Some(counter.counts);
     }

@@ -4,7 +4,7 @@
 //! process's threads only, on the CLOCK_MONOTONIC trace clock. The instance
 //! is removed when the run ends, however it ends.
 
-use schedlab_sim::ftrace::{self, SchedEvent};
+use schedlab_sim::formats::ftrace::{self, SchedEvent};
 use std::path::PathBuf;
 
 pub struct Tracer {

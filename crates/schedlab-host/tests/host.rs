@@ -275,7 +275,7 @@ fn rt_app_mutex_and_barrier_hold_on_real_threads() {
     let path = format!("{}/../../examples/rt-app/sync.json", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap();
     let ov = Overrides { cpus: Some(1), duration: Some(1_000_000_000), ..Overrides::default() };
-    let w = schedlab_sim::rtapp::from_rtapp_json(&text, &path, &ov).unwrap();
+    let w = schedlab_sim::formats::rtapp::from_rtapp_json(&text, &path, &ov).unwrap();
     let opts = HostOptions { tracing: false, groups: false };
     let r = run(&w, &opts).unwrap().report;
     let cpu =
@@ -311,7 +311,7 @@ fn record_then_replay_a_real_command() {
     };
     assert!(rec.exit_status.success());
     let (w, recorded) =
-        schedlab_sim::replay::workload_from_trace(&rec.text, "live.trace", &Overrides::default()).unwrap();
+        schedlab_sim::formats::replay::workload_from_trace(&rec.text, "live.trace", &Overrides::default()).unwrap();
     // timeout forks and execs yes: the child is named by its comm after
     // exec (sched_process_exec), yes, not by its parent's, timeout.
     let yes = recorded.cpu_time.iter().find(|(n, _)| n.starts_with("yes-"));

@@ -140,8 +140,8 @@ fn case(kind: &str, text: &str) -> Result<(), TestCaseError> {
     let ov = Overrides { duration: Some(20_000_000), ..Overrides::default() };
     let w: Option<Workload> = match kind {
         "toml" => Workload::from_toml(text, "fuzz.toml", &ov).ok(),
-        "rtapp" => schedlab_sim::rtapp::from_rtapp_json(text, "fuzz.json", &ov).ok(),
-        _ => schedlab_sim::replay::workload_from_trace(text, "fuzz.trace", &ov).ok().map(|(w, _)| w),
+        "rtapp" => schedlab_sim::formats::rtapp::from_rtapp_json(text, "fuzz.json", &ov).ok(),
+        _ => schedlab_sim::formats::replay::workload_from_trace(text, "fuzz.trace", &ov).ok().map(|(w, _)| w),
     };
     let mut tasks = 0;
     if let Some(w) = w {

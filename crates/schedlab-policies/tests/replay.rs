@@ -6,7 +6,7 @@ mod common;
 
 use common::run;
 use schedlab_sim::Overrides;
-use schedlab_sim::replay::workload_from_trace;
+use schedlab_sim::formats::replay::workload_from_trace;
 
 #[test]
 fn eevdf_replay_gives_back_the_recorded_cpu_time() {

@@ -6,7 +6,7 @@ mod common;
 
 use common::run;
 use schedlab_policies::POLICIES;
-use schedlab_sim::rtapp::from_rtapp_json;
+use schedlab_sim::formats::rtapp::from_rtapp_json;
 use schedlab_sim::time::{NSEC_PER_MSEC, NSEC_PER_SEC};
 use schedlab_sim::{Overrides, Report, Workload};
 
@@ -203,7 +203,7 @@ fn dl_runtime_on_sched_other_is_eevdf_s_custom_slice() {
     let err = from_rtapp_json(phased, "ph.json", &cpus(1)).unwrap_err().to_string();
     assert!(err.contains("phase \"p1\" changes \"cpus\""), "{err}");
     // Without --cpus the machine has the CPUs the file names.
-    assert_eq!(schedlab_sim::rtapp::cpus_named(phased), Some(8));
+    assert_eq!(schedlab_sim::formats::rtapp::cpus_named(phased), Some(8));
 }
 
 /// A policy that passes everything to `inner` and keeps each wakeup's

@@ -5,8 +5,8 @@
 
 mod common;
 use common::*;
-use schedlab_sim::ftrace::{self, SchedEventKind};
-use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
+use schedlab_sim::formats::ftrace::{self, SchedEventKind};
+use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions, Report};
 
 const REAL: &str = include_str!("fixtures/real-6.18-sched.trace");

@@ -1,29 +1,26 @@
-//! schedlab's simulator: workloads, the discrete-event engine, the
-//! interface scheduling policies implement, and the report every run fills.
+//! schedlab's simulator, in the order a run goes through it:
+//!
+//! - `formats/`: the files people already have (rt-app JSON, tracefs text,
+//!   `trace-cmd report`, `perf script`), benchmark command lines and the
+//!   built-in scenarios, read into a [`Workload`]; and the trace a run writes.
+//! - `workload/`: the workload model and its own TOML file.
+//! - `policy`: the interface a scheduling policy implements.
+//! - `engine/`: the discrete-event engine that runs a workload under a policy.
+//! - `report/`: the report every run fills, and the observers (timeline,
+//!   placement decisions) that read a run as it goes.
 
-pub mod decisions;
-pub mod dist;
 pub mod engine;
-pub mod ftrace;
+pub mod formats;
 pub mod grid;
-pub mod input;
 pub mod policy;
-pub mod presets;
-mod queue;
-pub mod replay;
 pub mod report;
-mod rt;
-pub mod rtapp;
-pub mod scenarios;
 pub mod time;
-pub mod timeline;
 pub mod topology;
-pub mod trace_out;
 pub mod workload;
 
+pub use engine::queue::MAX_TIME;
 pub use engine::{Engine, EngineOptions, Observer, SimError, TraceEvent};
 pub use policy::{CpuInfo, Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, Tunable, WakeKind};
-pub use queue::MAX_TIME;
 pub use report::Report;
 pub use time::Nanos;
 pub use topology::{CpuId, CpuSet, Topology};

@@ -3,8 +3,9 @@
 //! or one error naming the file and line, and never panics.
 
 use proptest::prelude::*;
-use schedlab_sim::rtapp::from_rtapp_json;
-use schedlab_sim::{Overrides, Workload, ftrace};
+use schedlab_sim::formats::ftrace;
+use schedlab_sim::formats::rtapp::from_rtapp_json;
+use schedlab_sim::{Overrides, Workload};
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(format!("{}/../../{rel}", env!("CARGO_MANIFEST_DIR"))).unwrap()

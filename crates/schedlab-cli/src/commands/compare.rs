@@ -9,8 +9,8 @@ use crate::simulate::{load_workload, policy_names, run_host, simulate_each, simu
 use anyhow::{Result, bail};
 use rayon::prelude::*;
 use schedlab_sim::Report;
+use schedlab_sim::report::timeline::Schedule;
 use schedlab_sim::time::format_duration;
-use schedlab_sim::timeline::Schedule;
 
 pub(crate) fn run(a: CompareArgs) -> Result<()> {
     let CompareArgs { common, sched, host, host_opts, kernel, vm_opts, tasks, html, timeline_at, timeline_len } = a;

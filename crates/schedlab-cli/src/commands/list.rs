@@ -28,8 +28,8 @@ pub(crate) fn run() {
         println!();
     }
     println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
-    for (name, text) in schedlab_sim::scenarios::SCENARIOS {
-        println!("  {name:<22} {}", schedlab_sim::scenarios::summary(text));
+    for (name, text) in schedlab_sim::formats::scenarios::SCENARIOS {
+        println!("  {name:<22} {}", schedlab_sim::formats::scenarios::summary(text));
         let params = Workload::from_toml(text, name, &Overrides::default()).map(|w| w.params).unwrap_or_default();
         if !params.is_empty() {
             let list: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();

@@ -7,12 +7,13 @@ use crate::simulate::{policy_names, simulate_each};
 use anyhow::{Result, anyhow, bail};
 
 pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
-    let text = schedlab_sim::input::read_input_file(std::path::Path::new(&common.workload), "trace")
+    let text = schedlab_sim::formats::input::read_input_file(std::path::Path::new(&common.workload), "trace")
         .map_err(|e| anyhow!("{e} (replay takes the path of a recorded trace)"))?;
     if !common.param.is_empty() {
         bail!("--param: a trace has no parameters");
     }
-    let (w, recorded) = schedlab_sim::replay::workload_from_trace(&text, &common.workload, &overrides(common))?;
+    let (w, recorded) =
+        schedlab_sim::formats::replay::workload_from_trace(&text, &common.workload, &overrides(common))?;
     let names = policy_names(sched, &w)?;
     let reports = simulate_each(&w, &names)?;
     if structured_output(common, &reports, tasks, false)? {

@@ -3,7 +3,7 @@
 use crate::args::Common;
 use crate::simulate::{load_workload, one_scheduler};
 use anyhow::{Context, Result, anyhow, bail};
-use schedlab_sim::trace_out::{TraceFormat, TraceWriter};
+use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::{Engine, EngineOptions};
 
 pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, format: Option<String>) -> Result<()> {

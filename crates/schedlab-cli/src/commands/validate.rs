@@ -26,7 +26,7 @@ use crate::simulate::{load_workload, simulate, simulate_observed};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use schedlab_policies::PolicyInfo;
-use schedlab_sim::decisions::{DecisionCounter, Decisions};
+use schedlab_sim::report::decisions::{DecisionCounter, Decisions};
 use schedlab_sim::{Report, Workload};
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -6,8 +6,8 @@
 use crate::render::svg;
 use crate::render::us;
 use schedlab_sim::Report;
+use schedlab_sim::report::timeline::Schedule;
 use schedlab_sim::time::format_duration;
-use schedlab_sim::timeline::Schedule;
 use std::fmt::Write;
 
 /// Per-task bars are drawn up to this many tasks; beyond, one bar per

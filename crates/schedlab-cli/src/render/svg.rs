@@ -6,7 +6,7 @@
 //! the text needs no font metrics when the browser lays it out.
 
 use schedlab_sim::report::HistSummary;
-use schedlab_sim::timeline::Segment;
+use schedlab_sim::report::timeline::Segment;
 use std::fmt::Write;
 
 /// Tableau 10: distinguishable lines, one per scheduler.

@@ -19,9 +19,9 @@
 //! util_min/util_max, membind_nodes, mem/iorun/memrun, priority
 //! inheritance, and per-phase changes of cpus, policy or taskgroup.
 
-use crate::dist::Dist;
 use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
+use crate::workload::dist::Dist;
 use crate::workload::{
     Barrier, Channel, GroupId, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
     Workload, WorkloadError, name_from_origin, takes_time,
@@ -572,7 +572,7 @@ impl Conv<'_> {
 /// `n` units in nanoseconds, if that is within the simulator's horizon
 /// (rt-app's microseconds and seconds would otherwise wrap in u64).
 fn scaled(n: i64, unit: Nanos) -> Option<Nanos> {
-    u64::try_from(n).ok()?.checked_mul(unit).filter(|&ns| ns <= crate::queue::MAX_TIME)
+    u64::try_from(n).ok()?.checked_mul(unit).filter(|&ns| ns <= crate::engine::queue::MAX_TIME)
 }
 
 fn beyond_horizon(n: i64, unit: &str) -> String {
@@ -876,10 +876,10 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
                     "global.duration is -1 or absent and some task loops forever: set a duration or pass --duration",
                 ));
             }
-            crate::queue::MAX_TIME
+            crate::engine::queue::MAX_TIME
         }
     };
-    if duration > crate::queue::MAX_TIME {
+    if duration > crate::engine::queue::MAX_TIME {
         return Err(conv.err(&["global", "duration"], "duration is longer than the simulator's 78-hour horizon"));
     }
     let mut tunables = BTreeMap::new();

@@ -12,10 +12,10 @@
 //! "kworker/N:M") are pinned to their CPU. The simulated scheduler then
 //! decides everything else: placement, order, preemption.
 
-use crate::dist::Dist;
-use crate::ftrace::{self, SchedEvent, SchedEventKind};
+use crate::formats::ftrace::{self, SchedEvent, SchedEventKind};
 use crate::time::Nanos;
 use crate::topology::{CpuSet, Topology};
+use crate::workload::dist::Dist;
 use crate::workload::{
     Channel, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, name_from_origin,
 };
@@ -143,7 +143,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     // The replayed tasks' runs and sleeps are the trace's own gaps: a trace
     // longer than the engine's horizon cannot be replayed (and one of many
     // hours of a few events would run for days before it got there).
-    if end - t0 > crate::queue::MAX_TIME {
+    if end - t0 > crate::engine::queue::MAX_TIME {
         return Err(err(
             0,
             format!(

@@ -3,6 +3,9 @@
 //! switches, migrations, per-CPU busy time and the totals people quote.
 //! The JSON form is versioned by [`SCHEMA_VERSION`].
 
+pub mod decisions;
+pub mod timeline;
+
 use crate::time::Nanos;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
@@ -307,7 +310,7 @@ pub struct HostInfo {
     pub notes: Vec<String>,
     /// Placement decisions counted from the trace (runs with tracefs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decisions: Option<crate::decisions::Decisions>,
+    pub decisions: Option<crate::report::decisions::Decisions>,
 }
 
 /// One task's raw figures, from which [`assemble`] builds the report.

@@ -3,15 +3,18 @@
 //! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, and all
 //! accounting. Scheduling decisions are the policy's; the engine only asks.
 
+pub mod queue;
+mod rt;
+
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
-use crate::queue::EventQueue;
 use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
-use crate::rt::{RtClass, rt_prio};
 use crate::time::Nanos;
 use crate::topology::CpuId;
 use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, Workload};
+use queue::EventQueue;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
+use rt::{RtClass, rt_prio};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 

@@ -15,7 +15,7 @@
 //! the workload's threads runs there again.
 
 use crate::engine::{Observer, TraceEvent};
-use crate::ftrace::{SchedEvent, SchedEventKind};
+use crate::formats::ftrace::{SchedEvent, SchedEventKind};
 use crate::policy::{Sys, TaskState};
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};

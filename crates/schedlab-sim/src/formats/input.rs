@@ -4,7 +4,8 @@
 //! and command lines run on the whole machine as their tools do, so
 //! without a CPU count of their own they get this machine's.
 
-use crate::{Overrides, Workload, presets, rtapp, scenarios};
+use super::{presets, rtapp, scenarios};
+use crate::{Overrides, Workload};
 
 /// A workload read, and what the reader should know about how.
 pub struct Loaded {

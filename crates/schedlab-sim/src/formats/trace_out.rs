@@ -1,7 +1,7 @@
 //! Writing a simulated schedule as the traces people already open: the
 //! kernel's ftrace text (sched_switch, sched_waking, sched_wakeup,
 //! sched_wakeup_new, sched_migrate_task in the layout of Linux 6.x's
-//! `trace` file, so trace-cmd, Perfetto and [`crate::ftrace::parse`] read it
+//! `trace` file, so trace-cmd, Perfetto and [`crate::formats::ftrace::parse`] read it
 //! as a real one) and the Chrome/Perfetto JSON trace format with one track
 //! per CPU.
 //!
