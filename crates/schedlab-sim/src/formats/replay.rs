@@ -17,7 +17,7 @@ use crate::time::Nanos;
 use crate::topology::{CpuSet, Topology};
 use crate::workload::dist::Dist;
 use crate::workload::{
-    Channel, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError, name_from_origin,
+    Channel, GroupSpec, Imported, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, Workload, WorkloadError,
 };
 use std::collections::BTreeMap;
 
@@ -104,9 +104,58 @@ fn percpu_kthread(comm: &str) -> Option<u32> {
 
 pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(Workload, Recorded), WorkloadError> {
     let err = |line: usize, message: String| WorkloadError { origin: origin.to_string(), line, message };
+    let events = read_events(text).map_err(|(line, m)| err(line, m))?;
+    let t0 = events[0].0.ts;
+    let end = events.last().expect("not empty").0.ts;
+    let max_cpu = events.iter().map(|(e, _)| e.cpu).max().unwrap_or(0);
+    let mut schedule = Schedule::new(t0, max_cpu);
+    let has_waking = events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Waking { .. }));
+    for (ev, waker) in &events {
+        schedule.event(ev, *waker, has_waking);
+    }
+    let Schedule { tasks, channels, .. } = schedule.close(end);
+    if tasks.is_empty() {
+        return Err(err(0, "the trace shows no task running: nothing to replay".into()));
+    }
+
+    let topology = Topology::flat(ov.cpus.unwrap_or(max_cpu + 1)).map_err(|m| err(0, m))?;
+    let nr_cpus = topology.nr_cpus();
+    let index_of: BTreeMap<u32, usize> = tasks.iter().enumerate().map(|(i, (pid, _))| (*pid, i)).collect();
+    let specs: Vec<TaskSpec> = tasks.iter().map(|(pid, t)| t.spec(*pid, t0, nr_cpus)).collect();
+    let recorded = tasks.iter().zip(&specs).map(|((_, t), spec)| (spec.name.clone(), t.cpu_time)).collect();
+    let channels = channels
+        .items
+        .iter()
+        .map(|(from, to)| Channel {
+            name: format!("{}->{}", specs[index_of[from]].name, specs[index_of[to]].name),
+            initial: 0,
+        })
+        .collect();
+    let w = Workload::imported(
+        origin,
+        ov,
+        Imported {
+            description: format!("replay of {origin}"),
+            duration: ov.duration.unwrap_or((end - t0).max(1)),
+            machine: Machine::with_defaults(topology, ov)?,
+            tunables: ov.tunables.clone(),
+            groups: vec![GroupSpec::root()],
+            tasks: specs,
+            channels,
+            conds: Vec::new(),
+            barriers: Vec::new(),
+        },
+    )
+    .map_err(|m| err(0, m))?;
+    Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
+}
+
+/// The trace's sched events in time order, each wakeup with the pid of the
+/// task that woke it; or the line and what is wrong with the trace.
+fn read_events(text: &str) -> Result<Vec<(SchedEvent, Option<u32>)>, (usize, String)> {
     let head = text.trim_start();
     if head.starts_with('{') && head.contains("\"traceEvents\"") {
-        return Err(err(
+        return Err((
             0,
             "this is a Chrome/Perfetto JSON trace (as `schedlab trace -o FILE.json` writes), which holds the \
              schedule but not the wakeups a replay needs: replay takes tracefs text, `trace-cmd report` or \
@@ -116,8 +165,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         ));
     }
     let mut events: Vec<(SchedEvent, Option<u32>)> = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw;
+    for (i, line) in text.lines().enumerate() {
         match ftrace::parse_line(line) {
             Ok(Some(ev)) => {
                 let waker = matches!(ev.kind, SchedEventKind::Waking { .. } | SchedEventKind::Wakeup { .. })
@@ -126,11 +174,11 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 events.push((ev, waker));
             }
             Ok(None) => {}
-            Err(e) => return Err(err(i + 1, format!("{e}: {}", raw.trim()))),
+            Err(e) => return Err((i + 1, format!("{e}: {}", line.trim()))),
         }
     }
     if !events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Switch { .. })) {
-        return Err(err(
+        return Err((
             0,
             "no sched_switch events: record with the sched_switch and sched_waking events enabled \
              (schedlab record -- COMMAND does)"
@@ -144,7 +192,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     // longer than the engine's horizon cannot be replayed (and one of many
     // hours of a few events would run for days before it got there).
     if end - t0 > crate::engine::queue::MAX_TIME {
-        return Err(err(
+        return Err((
             0,
             format!(
                 "the trace spans {} (its events run from {} to {}), beyond the simulator's 78 hours: cut it to \
@@ -155,12 +203,11 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
             ),
         ));
     }
-    let has_waking = events.iter().any(|(e, _)| matches!(e.kind, SchedEventKind::Waking { .. }));
     let max_cpu = events.iter().map(|(e, _)| e.cpu).max().unwrap_or(0);
-    // Checked before the per-CPU tables below are sized by it.
+    // Checked before the per-CPU tables of the schedule are sized by it.
     if max_cpu >= MAX_REPLAY_CPUS {
         let line = events.iter().find(|(e, _)| e.cpu == max_cpu).map_or(0, |(e, _)| e.ts);
-        return Err(err(
+        return Err((
             0,
             format!(
                 "the trace names CPU {max_cpu} (at {}): schedlab replays machines of up to {MAX_REPLAY_CPUS} CPUs",
@@ -168,136 +215,167 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
             ),
         ));
     }
+    Ok(events)
+}
 
-    let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
-    let mut channels: Named<(u32, u32), (u32, u32)> = Named::default();
-    let mut chan = |from: u32, to: u32| channels.id((from, to), || (from, to));
-    // When each CPU last switched: a task switched out that was never seen
-    // switched in (6.18 does not always trace the switch out of idle) ran
-    // from then, or from its wakeup if that came later.
-    let mut cpu_last = vec![t0; max_cpu as usize + 1];
-    let mut cpu_curr: Vec<u32> = vec![0; max_cpu as usize + 1];
-    for (ev, waker) in &events {
+/// The tasks' steps as the events go by.
+struct Schedule {
+    t0: Nanos,
+    tasks: BTreeMap<u32, Task>,
+    channels: Named<(u32, u32), (u32, u32)>,
+    /// When each CPU last switched: a task switched out that was never seen
+    /// switched in (6.18 does not always trace the switch out of idle) ran
+    /// from then, or from its wakeup if that came later.
+    cpu_last: Vec<Nanos>,
+    cpu_curr: Vec<u32>,
+}
+
+impl Schedule {
+    fn new(t0: Nanos, max_cpu: u32) -> Schedule {
+        Schedule {
+            t0,
+            tasks: BTreeMap::new(),
+            channels: Named::default(),
+            cpu_last: vec![t0; max_cpu as usize + 1],
+            cpu_curr: vec![0; max_cpu as usize + 1],
+        }
+    }
+
+    fn event(&mut self, ev: &SchedEvent, waker: Option<u32>, has_waking: bool) {
         let now = ev.ts;
         match &ev.kind {
             SchedEventKind::Switch { prev_comm, prev_pid, prev_prio, prev_state, next_comm, next_pid, next_prio } => {
-                let cpu = ev.cpu as usize;
-                let gap_end = tasks.get(prev_pid).and_then(|t| t.woken_at).unwrap_or(cpu_last[cpu]).max(cpu_last[cpu]);
-                let believed = cpu_curr[cpu];
-                if believed != 0
-                    && believed != *prev_pid
-                    && let Some(q) = tasks.get_mut(&believed)
-                    && let Some(since) = q.running_since.take()
-                {
-                    // The switch away from the task we thought was running
-                    // here was not traced: it ran until the next one began.
-                    q.ran(since, gap_end);
-                    cpu_last[cpu] = gap_end;
-                }
-                if *prev_pid != 0 {
-                    let t = tasks.entry(*prev_pid).or_insert_with(|| Task::new(prev_comm, *prev_prio, t0));
-                    // The latest comm names the task: `sh` that became
-                    // `gzip` by exec is gzip (prctl(PR_SET_NAME) too).
-                    t.comm.clone_from(prev_comm);
-                    t.prio = *prev_prio;
-                    let since = t.running_since.take().unwrap_or_else(|| cpu_last[cpu].max(t.woken_at.unwrap_or(t0)));
-                    t.ran(since, now);
-                    t.woken_at = None;
-                    if !prev_state.starts_with('R') {
-                        if t.burst > 0 {
-                            t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
-                        }
-                        if prev_state.starts_with('X') || prev_state.starts_with('Z') {
-                            t.steps.push(Step::Exit);
-                        } else {
-                            t.blocked_since = Some(now);
-                        }
-                    }
-                }
-                cpu_last[cpu] = now;
-                cpu_curr[cpu] = *next_pid;
-                if *next_pid != 0 {
-                    let t = tasks.entry(*next_pid).or_insert_with(|| Task::new(next_comm, *next_prio, now));
-                    t.comm.clone_from(next_comm);
-                    t.running_since = Some(now);
-                    t.woken_at = None;
-                    if let Some(b) = t.blocked_since.take() {
-                        // Woken without a wakeup event in the trace (lost or
-                        // filtered): a timed sleep is all that is known.
-                        t.steps.push(Step::Sleep(now.saturating_sub(b)));
-                    }
-                }
+                self.switch_out(ev.cpu as usize, now, prev_comm, *prev_pid, *prev_prio, prev_state);
+                self.switch_in(ev.cpu as usize, now, next_comm, *next_pid, *next_prio);
             }
             SchedEventKind::Waking { comm, pid, prio, .. }
             | SchedEventKind::Wakeup { comm, pid, prio, new: false, .. } => {
                 let is_waking = matches!(ev.kind, SchedEventKind::Waking { .. });
                 if has_waking && !is_waking {
-                    continue;
+                    return;
                 }
-                let known_waker =
-                    waker.filter(|w| *w != 0 && *w != *pid && tasks.get(w).is_some_and(|t| t.running_since.is_some()));
-                let first_time = !tasks.contains_key(pid);
-                let t = tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, t0));
-                t.woken_at = Some(now);
-                // A task seen first at its wakeup slept since the trace began.
-                let Some(b) = t.blocked_since.take().or(first_time.then_some(t0)) else { continue };
-                match known_waker {
-                    Some(w) => {
-                        let c = chan(w, *pid);
-                        t.steps.push(Step::Wait(c));
-                        let waker_task = tasks.get_mut(&w).expect("checked above");
-                        waker_task.cut_burst(now);
-                        waker_task.steps.push(Step::Signal(c));
-                    }
-                    None => t.steps.push(Step::Sleep(now.saturating_sub(b))),
-                }
+                self.wakeup(now, comm, *pid, *prio, waker);
             }
             SchedEventKind::Wakeup { comm, pid, prio, new: true, .. } => {
-                tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, now));
+                self.tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, now));
             }
             SchedEventKind::Migrate { .. } => {}
             SchedEventKind::Exec { pid, filename } => {
-                if let Some(t) = tasks.get_mut(pid) {
+                if let Some(t) = self.tasks.get_mut(pid) {
                     t.comm = SchedEventKind::comm_after_exec(filename);
                 }
             }
         }
     }
-    // Close what is still open at the end of the trace.
-    for t in tasks.values_mut() {
-        if let Some(since) = t.running_since.take() {
-            t.ran(since, end);
+
+    fn switch_out(&mut self, cpu: usize, now: Nanos, comm: &str, pid: u32, prio: i32, state: &str) {
+        let (t0, cpu_last) = (self.t0, self.cpu_last[cpu]);
+        let gap_end = self.tasks.get(&pid).and_then(|t| t.woken_at).unwrap_or(cpu_last).max(cpu_last);
+        let believed = self.cpu_curr[cpu];
+        if believed != 0
+            && believed != pid
+            && let Some(q) = self.tasks.get_mut(&believed)
+            && let Some(since) = q.running_since.take()
+        {
+            // The switch away from the task we thought was running
+            // here was not traced: it ran until the next one began.
+            q.ran(since, gap_end);
+            self.cpu_last[cpu] = gap_end;
         }
-        if t.burst > 0 {
-            t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
+        if pid != 0 {
+            let cpu_last = self.cpu_last[cpu];
+            let t = self.tasks.entry(pid).or_insert_with(|| Task::new(comm, prio, t0));
+            // The latest comm names the task: `sh` that became
+            // `gzip` by exec is gzip (prctl(PR_SET_NAME) too).
+            t.comm = comm.to_string();
+            t.prio = prio;
+            let since = t.running_since.take().unwrap_or_else(|| cpu_last.max(t.woken_at.unwrap_or(t0)));
+            t.ran(since, now);
+            t.woken_at = None;
+            if !state.starts_with('R') {
+                if t.burst > 0 {
+                    t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
+                }
+                if state.starts_with('X') || state.starts_with('Z') {
+                    t.steps.push(Step::Exit);
+                } else {
+                    t.blocked_since = Some(now);
+                }
+            }
         }
-        if let Some(b) = t.blocked_since.take() {
-            // Still asleep: sleep past the end rather than exit, so a replay
-            // does not report a makespan the recording never had.
-            t.steps.push(Step::Sleep(end.saturating_sub(b) + 1));
-        }
-    }
-    let tasks: Vec<(u32, Task)> = tasks.into_iter().filter(|(_, t)| !t.steps.is_empty()).collect();
-    if tasks.is_empty() {
-        return Err(err(0, "the trace shows no task running: nothing to replay".into()));
     }
 
-    let topology = Topology::flat(ov.cpus.unwrap_or(max_cpu + 1)).map_err(|m| err(0, m))?;
-    let nr_cpus = topology.nr_cpus();
-    let index_of: BTreeMap<u32, usize> = tasks.iter().enumerate().map(|(i, (pid, _))| (*pid, i)).collect();
-    let mut specs = Vec::new();
-    let mut recorded = Vec::new();
-    for (pid, t) in &tasks {
-        let name = format!("{}-{pid}", t.comm);
-        let policy = if t.prio < 100 { SchedPolicy::Fifo((99 - t.prio.max(0)) as u8) } else { SchedPolicy::Normal };
-        let nice = if t.prio >= 100 { (t.prio - 120).clamp(-20, 19) } else { 0 };
-        let affinity = percpu_kthread(&t.comm).filter(|&c| c < nr_cpus).map(|c| {
+    fn switch_in(&mut self, cpu: usize, now: Nanos, comm: &str, pid: u32, prio: i32) {
+        self.cpu_last[cpu] = now;
+        self.cpu_curr[cpu] = pid;
+        if pid != 0 {
+            let t = self.tasks.entry(pid).or_insert_with(|| Task::new(comm, prio, now));
+            t.comm = comm.to_string();
+            t.running_since = Some(now);
+            t.woken_at = None;
+            if let Some(b) = t.blocked_since.take() {
+                // Woken without a wakeup event in the trace (lost or
+                // filtered): a timed sleep is all that is known.
+                t.steps.push(Step::Sleep(now.saturating_sub(b)));
+            }
+        }
+    }
+
+    fn wakeup(&mut self, now: Nanos, comm: &str, pid: u32, prio: i32, waker: Option<u32>) {
+        let known_waker =
+            waker.filter(|w| *w != 0 && *w != pid && self.tasks.get(w).is_some_and(|t| t.running_since.is_some()));
+        let first_time = !self.tasks.contains_key(&pid);
+        let t0 = self.t0;
+        let t = self.tasks.entry(pid).or_insert_with(|| Task::new(comm, prio, t0));
+        t.woken_at = Some(now);
+        // A task seen first at its wakeup slept since the trace began.
+        let Some(b) = t.blocked_since.take().or(first_time.then_some(t0)) else { return };
+        match known_waker {
+            Some(w) => {
+                let c = self.channels.id((w, pid), || (w, pid));
+                t.steps.push(Step::Wait(c));
+                let waker_task = self.tasks.get_mut(&w).expect("checked above");
+                waker_task.cut_burst(now);
+                waker_task.steps.push(Step::Signal(c));
+            }
+            None => t.steps.push(Step::Sleep(now.saturating_sub(b))),
+        }
+    }
+
+    /// Closes what is still open at the end of the trace and drops the
+    /// tasks that did nothing.
+    fn close(mut self, end: Nanos) -> Schedule {
+        for t in self.tasks.values_mut() {
+            if let Some(since) = t.running_since.take() {
+                t.ran(since, end);
+            }
+            if t.burst > 0 {
+                t.steps.push(Step::Run(std::mem::take(&mut t.burst)));
+            }
+            if let Some(b) = t.blocked_since.take() {
+                // Still asleep: sleep past the end rather than exit, so a replay
+                // does not report a makespan the recording never had.
+                t.steps.push(Step::Sleep(end.saturating_sub(b) + 1));
+            }
+        }
+        self.tasks.retain(|_, t| !t.steps.is_empty());
+        self
+    }
+}
+
+impl Task {
+    /// The task as the replayed workload runs it.
+    fn spec(&self, pid: u32, t0: Nanos, nr_cpus: u32) -> TaskSpec {
+        let policy =
+            if self.prio < 100 { SchedPolicy::Fifo((99 - self.prio.max(0)) as u8) } else { SchedPolicy::Normal };
+        let nice = if self.prio >= 100 { (self.prio - 120).clamp(-20, 19) } else { 0 };
+        let affinity = percpu_kthread(&self.comm).filter(|&c| c < nr_cpus).map(|c| {
             let mut s = CpuSet::empty(nr_cpus);
             s.insert(c);
             s
         });
         let mut program = Vec::new();
-        for step in &t.steps {
+        for step in &self.steps {
             match *step {
                 Step::Run(d) => match program.last_mut() {
                     Some(Op::Run(Dist::Const(prev))) => *prev += d,
@@ -309,9 +387,8 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
                 Step::Exit => program.push(Op::Exit),
             }
         }
-        recorded.push((name.clone(), t.cpu_time));
-        specs.push(TaskSpec {
-            name,
+        TaskSpec {
+            name: format!("{}-{pid}", self.comm),
             count: 1,
             nice,
             policy,
@@ -319,37 +396,11 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
             per_cpu: false,
             group: 0,
             slice: None,
-            start: Dist::Const(t.first_seen.saturating_sub(t0)),
+            start: Dist::Const(self.first_seen.saturating_sub(t0)),
             template: false,
             program,
-        });
+        }
     }
-    let channels = channels
-        .items
-        .iter()
-        .map(|(from, to)| Channel {
-            name: format!("{}->{}", specs[index_of[from]].name, specs[index_of[to]].name),
-            initial: 0,
-        })
-        .collect();
-    let duration = ov.duration.unwrap_or((end - t0).max(1));
-    let w = Workload {
-        name: name_from_origin(origin),
-        description: format!("replay of {origin}"),
-        params: BTreeMap::new(),
-        count_params: Vec::new(),
-        duration,
-        seed: ov.seed.unwrap_or(1),
-        machine: Machine::with_defaults(topology, ov)?,
-        tunables: ov.tunables.clone(),
-        groups: vec![GroupSpec::root()],
-        tasks: specs,
-        channels,
-        conds: Vec::new(),
-        barriers: Vec::new(),
-    };
-    w.check_bounds().map_err(|m| err(0, m))?;
-    Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
 }
 
 #[cfg(test)]

@@ -23,11 +23,10 @@ use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::dist::Dist;
 use crate::workload::{
-    Barrier, Channel, GroupId, GroupSpec, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId, TimerMode,
-    Workload, WorkloadError, name_from_origin, takes_time,
+    Barrier, Channel, GroupId, GroupSpec, Imported, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId,
+    TimerMode, Workload, WorkloadError, takes_time,
 };
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// A JSON value that keeps its object keys in file order (rt-app runs
@@ -369,7 +368,6 @@ impl Conv<'_> {
     /// Compiles the events of one task or phase object, in key order.
     fn events(&mut self, obj: &Json, path: &[&str], task: usize, out: &mut Vec<Op>) -> Result<(), WorkloadError> {
         let Json::Obj(entries) = obj else { unreachable!("checked by the caller") };
-        let task_name = self.names[task].clone();
         // Mutexes held at this point of the phase, to check that wait and
         // unlock find theirs locked (pthread_cond_wait needs it held).
         let mut held: Vec<String> = Vec::new();
@@ -379,179 +377,204 @@ impl Conv<'_> {
                 if TASK_PROPS.contains(&key.as_str()) || GLOBAL_IGNORED.contains(&key.as_str()) {
                     continue;
                 }
-                if let Some((_, why)) = REFUSED_PROPS.iter().find(|(k, _)| k == key) {
-                    let mut p = path.to_vec();
-                    p.push(key);
-                    return Err(self.err(&p, format!("\"{key}\": {why}")));
-                }
-                let mut p = path.to_vec();
-                p.push(key);
-                if matches!(key.as_str(), "exec" | "period" | "deadline" | "lock_order" | "resources") {
-                    return Err(self.err(
-                        &p,
-                        format!(
-                            "\"{key}\" is rt-app's old format (threads of \"exec\" and \"period\", as in its \
-                             doc/examples/merge), which schedlab does not read: write each phase as events, e.g. {{ \"run\": 5000, \"timer\": \
-                             {{ \"ref\": \"tick\", \"period\": 10000 }} }} for \"exec\": 5000, \"period\": 10000"
-                        ),
-                    ));
-                }
-                return Err(self.err(
-                    &p,
-                    format!(
-                        "\"{key}\" is neither an rt-app event ({}) nor a task property ({})",
-                        EVENTS.join(", "),
-                        TASK_PROPS.join(", ")
-                    ),
-                ));
+                return Err(self.not_an_event(path, key));
             };
             let mut p = path.to_vec();
             p.push(key);
-            let here = |m: String| self.err(&p, format!("event \"{key}\": {m}"));
-            let usec = |v: &Json| -> Result<Nanos, WorkloadError> {
-                match v {
-                    Json::Int(i) if *i < 0 => Err(here(format!("{i} is negative: give microseconds, 0 or more"))),
-                    Json::Int(i) => scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us"))),
-                    other => Err(here(format!("takes a duration in microseconds, not {}", other.kind()))),
-                }
-            };
-            let string = |v: &Json| -> Result<String, WorkloadError> {
-                match v {
-                    Json::Str(s) => Ok(s.clone()),
-                    other => Err(here(format!("takes a resource name in quotes, not {}", other.kind()))),
-                }
-            };
-            let field = |v: &Json, f: &str| -> Result<String, WorkloadError> {
-                match v.get(f) {
-                    Some(Json::Str(s)) => Ok(s.clone()),
-                    _ => Err(here(format!("takes an object with \"{f}\": {{ \"ref\": \"c\", \"mutex\": \"m\" }}"))),
-                }
-            };
-            match kind {
-                "run" | "runtime" => out.push(Op::Run(Dist::Const(usec(v)?))),
-                "sleep" => out.push(Op::Sleep(Dist::Const(usec(v)?))),
-                "timer" => {
-                    let period = match v.get("period") {
-                        Some(Json::Int(i)) if *i > 0 => {
-                            scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us")))?
-                        }
-                        _ => return Err(here("needs \"period\": microseconds above zero".into())),
-                    };
-                    let relative = match v.get("mode") {
-                        None => true,
-                        Some(Json::Str(m)) if m == "relative" => true,
-                        Some(Json::Str(m)) if m == "absolute" => false,
-                        Some(_) => return Err(here("\"mode\" is \"relative\" or \"absolute\"".into())),
-                    };
-                    let reference = match v.get("ref") {
-                        Some(Json::Str(s)) => s.clone(),
-                        _ => "unknown".into(),
-                    };
-                    // A timer shared between threads (any ref not starting
-                    // with "unique" used by several) would advance one
-                    // schedule from all of them: not modelled.
-                    if !reference.starts_with("unique") && self.instances[task] > 1 {
-                        return Err(here(format!(
-                            "timer \"{reference}\" would be shared by the task's {} instances: name it \"unique...\" \
-                             to give each its own, which is what schedlab models",
-                            self.instances[task]
-                        )));
-                    }
-                    let slot = self.timer_slot(task, &reference);
-                    out.push(Op::Timer { period, slot, mode: TimerMode::RtApp { relative } });
-                }
-                "lock" => {
-                    let m = string(v)?;
-                    let id = self.mutex(&m);
-                    held.push(m);
-                    out.push(Op::Wait(id));
-                }
-                "unlock" => {
-                    let m = string(v)?;
-                    let Some(i) = held.iter().rposition(|h| *h == m) else {
-                        return Err(here(format!("unlocks \"{m}\", which this phase has not locked before")));
-                    };
-                    held.remove(i);
-                    out.push(Op::Signal(self.mutex(&m)));
-                }
-                "signal" | "broad" => {
-                    let c = self.cond(&string(v)?);
-                    out.push(if kind == "signal" { Op::CondSignal(c) } else { Op::CondBroadcast(c) });
-                }
-                "wait" | "sync" => {
-                    let (c, m) = (field(v, "ref")?, field(v, "mutex")?);
-                    if !held.contains(&m) {
-                        return Err(here(format!(
-                            "waits with mutex \"{m}\" unlocked: add \"lock\": \"{m}\" before it in the phase \
-                             (pthread_cond_wait needs the mutex held)"
-                        )));
-                    }
-                    let (cid, mid) = (self.cond(&c), self.mutex(&m));
-                    if kind == "sync" {
-                        out.push(Op::CondSignal(cid));
-                    }
-                    out.push(Op::CondWait { cond: cid, mutex: Some(mid) });
-                    out.push(Op::Wait(mid));
-                }
-                "barrier" => {
-                    let b = string(v)?;
-                    let users = self.instances[task];
-                    let id = match self.barriers.iter().position(|x| x.name == b) {
-                        Some(i) => {
-                            self.barriers[i].users += users;
-                            i
-                        }
-                        None => {
-                            self.barriers.push(Barrier { name: b, users });
-                            self.barriers.len() - 1
-                        }
-                    };
-                    out.push(Op::Barrier(id as u32));
-                }
-                // rt-app: suspend blocks on the resource its string names
-                // (workgen fills an empty one with the thread's name), and
-                // resume wakes whoever waits on the resource it names. A
-                // resource is created on first use, and a resume nobody
-                // waits for is lost, as rt-app's condition variable loses it.
-                "suspend" => {
-                    let resource = match v {
-                        Json::Str(s) if !s.is_empty() => s.clone(),
-                        _ => task_name.to_string(),
-                    };
-                    let c = self.cond(&format!("suspend:{resource}"));
-                    out.push(Op::CondWait { cond: c, mutex: None });
-                }
-                "resume" => {
-                    let target = string(v)?;
-                    let c = self.cond(&format!("suspend:{target}"));
-                    out.push(Op::CondBroadcast(c));
-                }
-                "yield" => out.push(Op::Yield),
-                "fork" => {
-                    let target = string(v)?;
-                    let Some(id) = self.names.iter().position(|n| *n == target) else {
-                        return Err(here(format!("forks \"{target}\", which is not a task of this file")));
-                    };
-                    out.push(Op::Fork(id as TaskSpecId));
-                }
-                "sem_post" => {
-                    let s = string(v)?;
-                    out.push(Op::Signal(self.chan(&format!("sem:{s}"), 0)));
-                }
-                "sem_wait" => {
-                    let s = string(v)?;
-                    out.push(Op::Wait(self.chan(&format!("sem:{s}"), 0)));
-                }
-                "mem" | "memrun" | "iorun" => {
-                    return Err(here("memory and I/O bandwidth are not modelled: replace it with a run event".into()));
-                }
-                _ => unreachable!("every event kind is matched"),
-            }
+            self.event(kind, v, &p, task, &mut held, out)?;
         }
         if out.len() == start {
             return Err(self.err(path, "no events found: a task or phase needs at least one event (run, sleep, ...)"));
         }
         Ok(())
+    }
+
+    /// One event of a phase, with the mutexes the phase holds at that point.
+    fn event(
+        &mut self,
+        kind: &str,
+        v: &Json,
+        p: &[&str],
+        task: usize,
+        held: &mut Vec<String>,
+        out: &mut Vec<Op>,
+    ) -> Result<(), WorkloadError> {
+        let key = p.last().copied().unwrap_or(kind);
+        let here = |m: String| self.err(p, format!("event \"{key}\": {m}"));
+        let usec = |v: &Json| -> Result<Nanos, WorkloadError> {
+            match v {
+                Json::Int(i) if *i < 0 => Err(here(format!("{i} is negative: give microseconds, 0 or more"))),
+                Json::Int(i) => scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us"))),
+                other => Err(here(format!("takes a duration in microseconds, not {}", other.kind()))),
+            }
+        };
+        let string = |v: &Json| -> Result<String, WorkloadError> {
+            match v {
+                Json::Str(s) => Ok(s.clone()),
+                other => Err(here(format!("takes a resource name in quotes, not {}", other.kind()))),
+            }
+        };
+        let field = |v: &Json, f: &str| -> Result<String, WorkloadError> {
+            match v.get(f) {
+                Some(Json::Str(s)) => Ok(s.clone()),
+                _ => Err(here(format!("takes an object with \"{f}\": {{ \"ref\": \"c\", \"mutex\": \"m\" }}"))),
+            }
+        };
+        match kind {
+            "run" | "runtime" => out.push(Op::Run(Dist::Const(usec(v)?))),
+            "sleep" => out.push(Op::Sleep(Dist::Const(usec(v)?))),
+            "timer" => out.push(self.timer(v, task, p)?),
+            "lock" => {
+                let m = string(v)?;
+                let id = self.mutex(&m);
+                held.push(m);
+                out.push(Op::Wait(id));
+            }
+            "unlock" => {
+                let m = string(v)?;
+                let Some(i) = held.iter().rposition(|h| *h == m) else {
+                    return Err(here(format!("unlocks \"{m}\", which this phase has not locked before")));
+                };
+                held.remove(i);
+                out.push(Op::Signal(self.mutex(&m)));
+            }
+            "signal" | "broad" => {
+                let c = self.cond(&string(v)?);
+                out.push(if kind == "signal" { Op::CondSignal(c) } else { Op::CondBroadcast(c) });
+            }
+            "wait" | "sync" => {
+                let (c, m) = (field(v, "ref")?, field(v, "mutex")?);
+                if !held.contains(&m) {
+                    return Err(here(format!(
+                        "waits with mutex \"{m}\" unlocked: add \"lock\": \"{m}\" before it in the phase \
+                         (pthread_cond_wait needs the mutex held)"
+                    )));
+                }
+                let (cid, mid) = (self.cond(&c), self.mutex(&m));
+                if kind == "sync" {
+                    out.push(Op::CondSignal(cid));
+                }
+                out.push(Op::CondWait { cond: cid, mutex: Some(mid) });
+                out.push(Op::Wait(mid));
+            }
+            "barrier" => {
+                let id = self.barrier(string(v)?, task);
+                out.push(Op::Barrier(id));
+            }
+            // rt-app: suspend blocks on the resource its string names
+            // (workgen fills an empty one with the thread's name), and
+            // resume wakes whoever waits on the resource it names. A
+            // resource is created on first use, and a resume nobody
+            // waits for is lost, as rt-app's condition variable loses it.
+            "suspend" => {
+                let resource = match v {
+                    Json::Str(s) if !s.is_empty() => s.clone(),
+                    _ => self.names[task].clone(),
+                };
+                let c = self.cond(&format!("suspend:{resource}"));
+                out.push(Op::CondWait { cond: c, mutex: None });
+            }
+            "resume" => {
+                let target = string(v)?;
+                let c = self.cond(&format!("suspend:{target}"));
+                out.push(Op::CondBroadcast(c));
+            }
+            "yield" => out.push(Op::Yield),
+            "fork" => {
+                let target = string(v)?;
+                let Some(id) = self.names.iter().position(|n| *n == target) else {
+                    return Err(here(format!("forks \"{target}\", which is not a task of this file")));
+                };
+                out.push(Op::Fork(id as TaskSpecId));
+            }
+            "sem_post" => {
+                let s = string(v)?;
+                out.push(Op::Signal(self.chan(&format!("sem:{s}"), 0)));
+            }
+            "sem_wait" => {
+                let s = string(v)?;
+                out.push(Op::Wait(self.chan(&format!("sem:{s}"), 0)));
+            }
+            "mem" | "memrun" | "iorun" => {
+                return Err(here("memory and I/O bandwidth are not modelled: replace it with a run event".into()));
+            }
+            _ => unreachable!("every event kind is matched"),
+        }
+        Ok(())
+    }
+
+    /// A "timer" event: its period, mode and the schedule (slot) it keeps.
+    fn timer(&mut self, v: &Json, task: usize, p: &[&str]) -> Result<Op, WorkloadError> {
+        let key = p.last().copied().unwrap_or("timer");
+        let here = |m: String| self.err(p, format!("event \"{key}\": {m}"));
+        let period = match v.get("period") {
+            Some(Json::Int(i)) if *i > 0 => scaled(*i, NSEC_PER_USEC).ok_or_else(|| here(beyond_horizon(*i, "us")))?,
+            _ => return Err(here("needs \"period\": microseconds above zero".into())),
+        };
+        let relative = match v.get("mode") {
+            None => true,
+            Some(Json::Str(m)) if m == "relative" => true,
+            Some(Json::Str(m)) if m == "absolute" => false,
+            Some(_) => return Err(here("\"mode\" is \"relative\" or \"absolute\"".into())),
+        };
+        let reference = match v.get("ref") {
+            Some(Json::Str(s)) => s.clone(),
+            _ => "unknown".into(),
+        };
+        // A timer shared between threads (any ref not starting
+        // with "unique" used by several) would advance one
+        // schedule from all of them: not modelled.
+        if !reference.starts_with("unique") && self.instances[task] > 1 {
+            return Err(here(format!(
+                "timer \"{reference}\" would be shared by the task's {} instances: name it \"unique...\" \
+                 to give each its own, which is what schedlab models",
+                self.instances[task]
+            )));
+        }
+        let slot = self.timer_slot(task, &reference);
+        Ok(Op::Timer { period, slot, mode: TimerMode::RtApp { relative } })
+    }
+
+    /// The barrier named `name`, which each instance of the task joins.
+    fn barrier(&mut self, name: String, task: usize) -> u32 {
+        let users = self.instances[task];
+        match self.barriers.iter().position(|x| x.name == name) {
+            Some(i) => {
+                self.barriers[i].users += users;
+                i as u32
+            }
+            None => {
+                self.barriers.push(Barrier { name, users });
+                self.barriers.len() as u32 - 1
+            }
+        }
+    }
+
+    /// A key that is neither an event nor a property rt-app's tasks have.
+    fn not_an_event(&self, path: &[&str], key: &str) -> WorkloadError {
+        let mut p = path.to_vec();
+        p.push(key);
+        if let Some((_, why)) = REFUSED_PROPS.iter().find(|(k, _)| *k == key) {
+            return self.err(&p, format!("\"{key}\": {why}"));
+        }
+        if matches!(key, "exec" | "period" | "deadline" | "lock_order" | "resources") {
+            return self.err(
+                &p,
+                format!(
+                    "\"{key}\" is rt-app's old format (threads of \"exec\" and \"period\", as in its \
+                     doc/examples/merge), which schedlab does not read: write each phase as events, e.g. {{ \"run\": 5000, \"timer\": \
+                     {{ \"ref\": \"tick\", \"period\": 10000 }} }} for \"exec\": 5000, \"period\": 10000"
+                ),
+            );
+        }
+        self.err(
+            &p,
+            format!(
+                "\"{key}\" is neither an rt-app event ({}) nor a task property ({})",
+                EVENTS.join(", "),
+                TASK_PROPS.join(", ")
+            ),
+        )
     }
 
     /// Each distinct timer ref of a task gets its own slot (its own
@@ -714,60 +737,19 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     let Json::Obj(sections) = &top else {
         return Err(conv.err(&[], format!("the file is {}, not an rt-app object with \"tasks\"", top.kind())));
     };
-    for (k, _) in sections {
-        if !["tasks", "global", "resources"].contains(&k.as_str()) {
-            // A repeated key was numbered (as workgen numbers events).
-            let base = k.trim_end_matches(|c: char| c.is_ascii_digit());
-            if base != k && ["tasks", "global", "resources"].contains(&base) {
-                return Err(conv.err(
-                    &[k],
-                    format!("the section \"{base}\" appears more than once: put everything it holds in one"),
-                ));
-            }
-            return Err(conv.err(&[k], format!("unknown section \"{k}\": rt-app files have tasks, global, resources")));
-        }
-    }
-    // global
-    let mut duration: Option<Nanos> = None;
-    if let Some(g) = top.get("global") {
-        let Json::Obj(entries) = g else {
-            return Err(conv.err(&["global"], format!("global is {}, not an object", g.kind())));
-        };
-        for (k, v) in entries {
-            match (k.as_str(), v) {
-                ("duration", Json::Int(d)) if *d > 0 => {
-                    duration = Some(
-                        scaled(*d, NSEC_PER_SEC)
-                            .ok_or_else(|| conv.err(&["global", "duration"], beyond_horizon(*d, "s")))?,
-                    )
-                }
-                ("duration", Json::Int(-1)) => {}
-                ("duration", _) => {
-                    return Err(conv.err(&["global", "duration"], "duration is whole seconds above 0, or -1"));
-                }
-                ("default_policy", v) => {
-                    conv.default_policy =
-                        conv.policy(&Json::Obj(vec![("policy".into(), v.clone())]), &["global"], SchedPolicy::Normal)?
-                }
-                ("pi_enabled", Json::Bool(true)) => {
-                    return Err(conv.err(
-                        &["global", "pi_enabled"],
-                        "priority inheritance is not modelled: set pi_enabled to false",
-                    ));
-                }
-                (k, _) if GLOBAL_IGNORED.contains(&k) => {}
-                (k, _) => {
-                    return Err(conv.err(&["global", k], format!("unknown global key \"{k}\"")));
-                }
-            }
-        }
-    }
+    conv.check_sections(sections)?;
+    let duration = match top.get("global") {
+        Some(g) => conv.global(g)?,
+        None => None,
+    };
     let Some(Json::Obj(tasks)) = top.get("tasks") else {
         return Err(conv.err(&["tasks"], "the file needs a \"tasks\" object with one entry per thread"));
     };
     if tasks.is_empty() {
         return Err(conv.err(&["tasks"], "\"tasks\" is empty: describe at least one thread"));
     }
+    // Every name and instance count first: an event may name a task
+    // defined further down.
     for (name, t) in tasks {
         conv.names.push(name.clone());
         let instances = match t.get("instance") {
@@ -777,92 +759,8 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         };
         conv.instances.push(instances);
     }
-    let mut specs = Vec::new();
-    for (idx, (name, t)) in tasks.iter().enumerate() {
-        let path = ["tasks", name.as_str()];
-        if !matches!(t, Json::Obj(_)) {
-            return Err(conv.err(&path, format!("task \"{name}\" is {}, not an object", t.kind())));
-        }
-        // Refused first: a per-phase change cannot be fixed with --cpus,
-        // so it must not wait behind an error about the CPU numbers.
-        if let Some(Json::Obj(phases)) = t.get("phases") {
-            for (pname, phase) in phases {
-                for key in PHASE_FIXED {
-                    if phase.get(key).is_some() && phase.get(key) != t.get(key) {
-                        return Err(conv.err(
-                            &["tasks", name.as_str(), "phases", pname.as_str(), key],
-                            format!(
-                                "phase \"{pname}\" changes \"{key}\": schedlab fixes a task's {key} when it starts; \
-                                 set it on the task, or split the task"
-                            ),
-                        ));
-                    }
-                }
-            }
-        }
-        let policy = conv.policy(t, &path, conv.default_policy)?;
-        let nice = conv.nice(t, &path, policy)?;
-        let slice = conv.custom_slice(t, &path, policy)?;
-        let affinity = conv.cpus(t, &path)?;
-        let group = conv.taskgroup(t, &path)?;
-        if group != 0 && policy.is_rt() {
-            return Err(conv.err(&path, "a taskgroup holds only SCHED_OTHER tasks in rt-app: drop one of the two"));
-        }
-        let delay = match t.get("delay") {
-            None => 0,
-            Some(Json::Int(d)) if *d >= 0 => scaled(*d, NSEC_PER_USEC)
-                .ok_or_else(|| conv.err(&["tasks", name, "delay"], beyond_horizon(*d, "us")))?,
-            Some(_) => return Err(conv.err(&["tasks", name, "delay"], "delay is microseconds, 0 or more")),
-        };
-        let mut program = Vec::new();
-        match t.get("phases") {
-            Some(Json::Obj(phases)) => {
-                if phases.is_empty() {
-                    return Err(conv.err(&["tasks", name, "phases"], "phases is empty"));
-                }
-                for (pname, phase) in phases {
-                    let ppath = ["tasks", name.as_str(), "phases", pname.as_str()];
-                    if !matches!(phase, Json::Obj(_)) {
-                        return Err(conv.err(&ppath, format!("phase \"{pname}\" is {}, not an object", phase.kind())));
-                    }
-                    let start = program.len();
-                    conv.events(phase, &ppath, idx, &mut program)?;
-                    let count = loop_count(phase, 1).map_err(|m| conv.err(&ppath, m))?;
-                    wrap_loop(&mut program, start, count);
-                }
-                let count = loop_count(t, -1).map_err(|m| conv.err(&path, m))?;
-                wrap_loop(&mut program, 0, count);
-            }
-            Some(other) => {
-                return Err(conv.err(&["tasks", name, "phases"], format!("phases is {}, not an object", other.kind())));
-            }
-            None => {
-                conv.events(t, &path, idx, &mut program)?;
-                // Without phases, a given loop counts the events' repeats
-                // and absent means forever.
-                let count = loop_count(t, -1).map_err(|m| conv.err(&path, m))?;
-                wrap_loop(&mut program, 0, count);
-            }
-        }
-        if let Some(Op::LoopStart { count: None, end }) = program.first()
-            && !program[1..*end as usize].iter().any(takes_time)
-        {
-            return Err(conv.err(&path, "the task loops forever without running, sleeping or waiting"));
-        }
-        specs.push(TaskSpec {
-            name: name.clone(),
-            count: conv.instances[idx],
-            nice,
-            policy,
-            affinity,
-            per_cpu: false,
-            group,
-            slice,
-            start: Dist::Const(delay),
-            template: conv.instances[idx] == 0,
-            program,
-        });
-    }
+    let specs =
+        tasks.iter().enumerate().map(|(idx, (name, t))| conv.task(idx, name, t)).collect::<Result<Vec<_>, _>>()?;
     if !specs.iter().any(|t| !t.template && t.count > 0) {
         return Err(conv.err(&["tasks"], "every task has instance 0: nothing starts (forks need a running task)"));
     }
@@ -882,23 +780,173 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
     if duration > crate::engine::queue::MAX_TIME {
         return Err(conv.err(&["global", "duration"], "duration is longer than the simulator's 78-hour horizon"));
     }
-    let mut tunables = BTreeMap::new();
-    tunables.extend(ov.tunables.iter().map(|(k, v)| (k.clone(), *v)));
-    let w = Workload {
-        name: name_from_origin(origin),
-        description: format!("rt-app workload {origin}"),
-        params: BTreeMap::new(),
-        count_params: Vec::new(),
-        duration,
-        seed: ov.seed.unwrap_or(1),
-        machine: Machine::with_defaults(topology, ov)?,
-        tunables,
-        groups: conv.groups,
-        tasks: specs,
-        channels: conv.channels.items,
-        conds: conv.conds.items,
-        barriers: conv.barriers,
-    };
-    w.check_bounds().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
-    Ok(w)
+    Workload::imported(
+        origin,
+        ov,
+        Imported {
+            description: format!("rt-app workload {origin}"),
+            duration,
+            machine: Machine::with_defaults(topology, ov)?,
+            tunables: ov.tunables.clone(),
+            groups: conv.groups,
+            tasks: specs,
+            channels: conv.channels.items,
+            conds: conv.conds.items,
+            barriers: conv.barriers,
+        },
+    )
+    .map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })
+}
+
+/// The file's top level, section by section, and each task.
+impl Conv<'_> {
+    fn check_sections(&self, sections: &[(String, Json)]) -> Result<(), WorkloadError> {
+        for (k, _) in sections {
+            if !["tasks", "global", "resources"].contains(&k.as_str()) {
+                // A repeated key was numbered (as workgen numbers events).
+                let base = k.trim_end_matches(|c: char| c.is_ascii_digit());
+                if base != k && ["tasks", "global", "resources"].contains(&base) {
+                    return Err(self.err(
+                        &[k],
+                        format!("the section \"{base}\" appears more than once: put everything it holds in one"),
+                    ));
+                }
+                return Err(
+                    self.err(&[k], format!("unknown section \"{k}\": rt-app files have tasks, global, resources"))
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The "global" section: sets the default policy, gives the duration
+    /// if it has one.
+    fn global(&mut self, g: &Json) -> Result<Option<Nanos>, WorkloadError> {
+        let Json::Obj(entries) = g else {
+            return Err(self.err(&["global"], format!("global is {}, not an object", g.kind())));
+        };
+        let mut duration = None;
+        for (k, v) in entries {
+            match (k.as_str(), v) {
+                ("duration", Json::Int(d)) if *d > 0 => {
+                    duration = Some(
+                        scaled(*d, NSEC_PER_SEC)
+                            .ok_or_else(|| self.err(&["global", "duration"], beyond_horizon(*d, "s")))?,
+                    )
+                }
+                ("duration", Json::Int(-1)) => {}
+                ("duration", _) => {
+                    return Err(self.err(&["global", "duration"], "duration is whole seconds above 0, or -1"));
+                }
+                ("default_policy", v) => {
+                    self.default_policy =
+                        self.policy(&Json::Obj(vec![("policy".into(), v.clone())]), &["global"], SchedPolicy::Normal)?
+                }
+                ("pi_enabled", Json::Bool(true)) => {
+                    return Err(self.err(
+                        &["global", "pi_enabled"],
+                        "priority inheritance is not modelled: set pi_enabled to false",
+                    ));
+                }
+                (k, _) if GLOBAL_IGNORED.contains(&k) => {}
+                (k, _) => {
+                    return Err(self.err(&["global", k], format!("unknown global key \"{k}\"")));
+                }
+            }
+        }
+        Ok(duration)
+    }
+
+    fn task(&mut self, idx: usize, name: &str, t: &Json) -> Result<TaskSpec, WorkloadError> {
+        let path = ["tasks", name];
+        if !matches!(t, Json::Obj(_)) {
+            return Err(self.err(&path, format!("task \"{name}\" is {}, not an object", t.kind())));
+        }
+        // Refused first: a per-phase change cannot be fixed with --cpus,
+        // so it must not wait behind an error about the CPU numbers.
+        if let Some(Json::Obj(phases)) = t.get("phases") {
+            for (pname, phase) in phases {
+                for key in PHASE_FIXED {
+                    if phase.get(key).is_some() && phase.get(key) != t.get(key) {
+                        return Err(self.err(
+                            &["tasks", name, "phases", pname.as_str(), key],
+                            format!(
+                                "phase \"{pname}\" changes \"{key}\": schedlab fixes a task's {key} when it starts; \
+                                 set it on the task, or split the task"
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        let policy = self.policy(t, &path, self.default_policy)?;
+        let nice = self.nice(t, &path, policy)?;
+        let slice = self.custom_slice(t, &path, policy)?;
+        let affinity = self.cpus(t, &path)?;
+        let group = self.taskgroup(t, &path)?;
+        if group != 0 && policy.is_rt() {
+            return Err(self.err(&path, "a taskgroup holds only SCHED_OTHER tasks in rt-app: drop one of the two"));
+        }
+        let delay = match t.get("delay") {
+            None => 0,
+            Some(Json::Int(d)) if *d >= 0 => scaled(*d, NSEC_PER_USEC)
+                .ok_or_else(|| self.err(&["tasks", name, "delay"], beyond_horizon(*d, "us")))?,
+            Some(_) => return Err(self.err(&["tasks", name, "delay"], "delay is microseconds, 0 or more")),
+        };
+        let program = self.program(idx, name, t)?;
+        Ok(TaskSpec {
+            name: name.to_string(),
+            count: self.instances[idx],
+            nice,
+            policy,
+            affinity,
+            per_cpu: false,
+            group,
+            slice,
+            start: Dist::Const(delay),
+            template: self.instances[idx] == 0,
+            program,
+        })
+    }
+
+    /// A task's events, phase after phase, in the loops rt-app runs them.
+    fn program(&mut self, idx: usize, name: &str, t: &Json) -> Result<Vec<Op>, WorkloadError> {
+        let path = ["tasks", name];
+        let mut program = Vec::new();
+        match t.get("phases") {
+            Some(Json::Obj(phases)) => {
+                if phases.is_empty() {
+                    return Err(self.err(&["tasks", name, "phases"], "phases is empty"));
+                }
+                for (pname, phase) in phases {
+                    let ppath = ["tasks", name, "phases", pname.as_str()];
+                    if !matches!(phase, Json::Obj(_)) {
+                        return Err(self.err(&ppath, format!("phase \"{pname}\" is {}, not an object", phase.kind())));
+                    }
+                    let start = program.len();
+                    self.events(phase, &ppath, idx, &mut program)?;
+                    let count = loop_count(phase, 1).map_err(|m| self.err(&ppath, m))?;
+                    wrap_loop(&mut program, start, count);
+                }
+                let count = loop_count(t, -1).map_err(|m| self.err(&path, m))?;
+                wrap_loop(&mut program, 0, count);
+            }
+            Some(other) => {
+                return Err(self.err(&["tasks", name, "phases"], format!("phases is {}, not an object", other.kind())));
+            }
+            None => {
+                self.events(t, &path, idx, &mut program)?;
+                // Without phases, a given loop counts the events' repeats
+                // and absent means forever.
+                let count = loop_count(t, -1).map_err(|m| self.err(&path, m))?;
+                wrap_loop(&mut program, 0, count);
+            }
+        }
+        if let Some(Op::LoopStart { count: None, end }) = program.first()
+            && !program[1..*end as usize].iter().any(takes_time)
+        {
+            return Err(self.err(&path, "the task loops forever without running, sleeping or waiting"));
+        }
+        Ok(program)
+    }
 }

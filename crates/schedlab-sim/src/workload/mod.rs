@@ -391,6 +391,45 @@ pub struct Workload {
     pub barriers: Vec<Barrier>,
 }
 
+/// What an input format other than schedlab's own file gives a workload
+/// (rt-app, a replayed trace): its tasks and what they share. Such inputs
+/// have no [params], and the command line's seed applies as is.
+pub(crate) struct Imported {
+    pub description: String,
+    pub duration: Nanos,
+    pub machine: Machine,
+    pub tunables: BTreeMap<String, i64>,
+    pub groups: Vec<GroupSpec>,
+    pub tasks: Vec<TaskSpec>,
+    pub channels: Vec<Channel>,
+    pub conds: Vec<String>,
+    pub barriers: Vec<Barrier>,
+}
+
+impl Workload {
+    /// An imported workload named after its file, checked against the
+    /// simulator's bounds (the error is the caller's to place in its file).
+    pub(crate) fn imported(origin: &str, ov: &Overrides, parts: Imported) -> Result<Workload, String> {
+        let w = Workload {
+            name: name_from_origin(origin),
+            description: parts.description,
+            params: BTreeMap::new(),
+            count_params: Vec::new(),
+            duration: parts.duration,
+            seed: ov.seed.unwrap_or(1),
+            machine: parts.machine,
+            tunables: parts.tunables,
+            groups: parts.groups,
+            tasks: parts.tasks,
+            channels: parts.channels,
+            conds: parts.conds,
+            barriers: parts.barriers,
+        };
+        w.check_bounds()?;
+        Ok(w)
+    }
+}
+
 /// Command-line overrides applied while a file is read, so that references
 /// (a `count` naming a parameter, CPU lists) are checked against them.
 #[derive(Clone, Debug, Default)]
