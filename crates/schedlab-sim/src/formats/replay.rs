@@ -150,9 +150,12 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
 }
 
+/// A line of the trace (0: the whole trace) and what is wrong there.
+type TraceError = (usize, String);
+
 /// The trace's sched events in time order, each wakeup with the pid of the
 /// task that woke it; or the line and what is wrong with the trace.
-fn read_events(text: &str) -> Result<Vec<(SchedEvent, Option<u32>)>, (usize, String)> {
+fn read_events(text: &str) -> Result<Vec<(SchedEvent, Option<u32>)>, TraceError> {
     let head = text.trim_start();
     if head.starts_with('{') && head.contains("\"traceEvents\"") {
         return Err((

@@ -1,0 +1,141 @@
+//! The real side of validate: the guest's costs measured by calibrate in
+//! a boot of the kernel, the real runs kept from an earlier validate, and
+//! how a boot is judged to have measured its host rather than its kernel
+//! (another process took the host's CPUs, a busy vCPU lost ticks).
+
+use super::*;
+use anyhow::{Context, Result, bail};
+use std::fmt::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// The guest's costs, kept at `path` by an earlier validate or measured
+/// now by `schedlab calibrate` in a boot of `kernel`, as `--cost` pairs,
+/// and a line saying what they rest on.
+pub(super) fn guest_costs(
+    path: &Path,
+    reuse: bool,
+    kernel: &Path,
+    vm: &VmArgs,
+    label: &str,
+) -> Result<(Vec<(String, u64)>, String)> {
+    let value: serde_json::Value = if reuse && path.is_file() {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{} is not a calibration: remove it", path.display()))?
+    } else {
+        let idle = wait_for_quiet();
+        eprintln!("schedlab: validate: {label}: measuring the guest's costs (schedlab calibrate in the guest)");
+        let mut v = vm::calibrate(kernel, CPUS, vm, label)?;
+        v["host_idle_cpus_before"] = idle.into();
+        std::fs::write(path, v.to_string()).with_context(|| format!("cannot write {}", path.display()))?;
+        v
+    };
+    let costs: Vec<(String, u64)> = value["costs"]
+        .as_object()
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_u64()?))).collect())
+        .unwrap_or_default();
+    if costs.is_empty() {
+        bail!("{}: the guest's calibration names no costs: remove it and run validate again", path.display());
+    }
+    let us = |ns: u64| format!("{:.1} µs", ns as f64 / 1e3);
+    let mut notes = costs.iter().map(|(k, v)| format!("{k} {}", us(*v))).collect::<Vec<_>>().join(", ");
+    let tick = &value["tick_lateness"];
+    match (tick["median_ns"].as_u64(), tick["max_ns"].as_u64(), tick["samples"].as_u64()) {
+        (Some(m), Some(x), Some(n)) => {
+            let _ = write!(notes, "; the tick came {} late at the median, {} at most ({n} ticks)", us(m), us(x));
+        }
+        _ => {
+            let why = tick["not_measured"].as_str().unwrap_or("not recorded");
+            let _ = write!(notes, "; tick lateness not measured ({why}): tick_jitter at its default");
+        }
+    }
+    if let Some(l) = value["timer_late_ns"].as_u64() {
+        let _ = write!(notes, "; a timer woke its thread {} late at the median", us(l));
+    }
+    if let Some(o) = value["other_load_pct"].as_f64() {
+        let _ = write!(notes, "; other processes took {o:.1}% of the guest's CPUs meanwhile");
+    }
+    Ok((costs, notes))
+}
+
+/// What went wrong when `e` is a guest kernel that crashed or hung while
+/// booting ([`schedlab_vm::VmError::kernel_failure`]).
+pub(super) fn kernel_failure(e: &anyhow::Error) -> Option<String> {
+    e.chain().find_map(|c| c.downcast_ref::<schedlab_vm::VmError>())?.kernel_failure()
+}
+
+pub(super) fn append_line(path: &Path, line: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    writeln!(f, "{line}").with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The real run kept at `path` by an earlier validate, if there is one of
+/// this length (one that finished early reports its makespan as length).
+pub(super) fn kept_run(path: &Path, duration: u64) -> Result<Option<Report>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let r: Report =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a report: remove it", path.display()))?;
+    let same = r.duration_ns.abs_diff(duration) < duration / 10
+        || (r.totals.makespan_ns.is_some() && r.duration_ns <= duration);
+    Ok(same.then_some(r))
+}
+
+/// The note a kept real run carries: the host CPUs idle before it.
+pub(super) const IDLE_NOTE: &str = "host CPUs idle before the run (schedlab validate): ";
+
+/// Waits (up to 30 s) for 1.5 host CPUs to be idle, as the two vCPUs need,
+/// and returns the idle CPUs measured last.
+/// Boots of one run that may fail or be disturbed in a row before validate
+/// gives up.
+pub(super) const MAX_BOOTS: u32 = 3;
+
+/// Host CPUs other processes may take while a guest runs: its two vCPUs
+/// need the host's two CPUs to themselves for the tick to come on time.
+pub(super) const HOST_OTHERS_LIMIT: f64 = 0.25;
+
+/// Ticks a busy guest CPU must have taken: quiet boots of every kernel
+/// take 98.7-100% (MuQSS's halved /proc/stat 104%); a host that ran two
+/// busy loops beside a guest of pds-6.12 left it 93.7%, and 150 switches/s
+/// where the kernel makes 230.
+pub(super) const TICKS_DELIVERED_MIN: f64 = 97.0;
+
+/// Why a guest's run measured its host rather than its kernel, if it did:
+/// other processes took the host's CPUs while it ran, or a busy vCPU lost
+/// ticks (checked where the guest has no more vCPUs than the host has
+/// CPUs: beyond that, vCPUs share CPUs and lose ticks by design, which the
+/// page states).
+pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
+    let extra = |name: &str| r.extra.iter().find(|(n, _)| n == name).map(|e| e.1);
+    if let Some(others) = extra(vm::HOST_OTHERS).filter(|&o| o >= HOST_OTHERS_LIMIT) {
+        return Some(format!("other processes took {others:.2} host CPUs while the guest ran"));
+    }
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if vcpus as usize <= host_cpus
+        && let Some(pct) = extra(schedlab_host::TICKS_DELIVERED).filter(|&p| p < TICKS_DELIVERED_MIN)
+    {
+        return Some(format!("the guest's busy CPUs took {pct:.1}% of their timer ticks"));
+    }
+    None
+}
+
+pub(super) fn wait_for_quiet() -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let idle = schedlab_host::info::idle_cpus(Duration::from_millis(300));
+        if idle >= 1.5 || Instant::now() >= deadline {
+            if idle < 1.5 {
+                eprintln!("schedlab: validate: only {idle:.1} host CPUs idle: the real runs may lose ticks");
+            }
+            return idle;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}

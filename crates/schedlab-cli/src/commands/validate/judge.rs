@@ -1,0 +1,274 @@
+//! How a figure is read from a report and judged: the figures of each
+//! kind (rates, shares, durations, percentages of decisions), the median of
+//! several runs with its range, the tolerances, and what became of a
+//! figure (within, not compared, explained by the guest's costs,
+//! unexplained).
+
+use super::*;
+use std::collections::BTreeMap;
+
+/// How a figure is compared.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum Kind {
+    /// Events per second or a makespan: within 10%, or within 1/s.
+    Rate,
+    /// A CPU share in percent: within 3 points.
+    Share,
+    /// A share of decisions in percent (of `samples` decisions): within 5
+    /// points or two binomial standard deviations of the real count.
+    Pct,
+    /// A duration: within 10% at tick scale; below 250 us on both sides
+    /// it is not compared, since TCG's emulated CPU sets the cost of every
+    /// switch and wakeup there.
+    Time,
+}
+
+pub(super) const RATIO_TOLERANCE: f64 = 0.10;
+
+pub(super) const SHARE_POINTS: f64 = 3.0;
+
+pub(super) const RATE_FLOOR: f64 = 1.0;
+
+pub(super) const COST_SCALE_NS: f64 = 250_000.0;
+
+/// A share (or a spread of shares) of tasks that get less than this share
+/// is also judged relative to it: 3 points say nothing of a 0.4% task.
+pub(super) const SMALL_SHARE_PCT: f64 = 10.0;
+
+pub(super) const SMALL_SHARE_RELATIVE: f64 = 0.25;
+
+pub(super) const PCT_POINTS: f64 = 5.0;
+
+#[derive(Clone, Debug)]
+pub(super) struct Figure {
+    pub(super) key: String,
+    pub(super) label: String,
+    pub(super) kind: Kind,
+    pub(super) value: f64,
+    /// The lowest and highest of the runs the median was taken from.
+    pub(super) range: (f64, f64),
+    /// For a share or a spread of shares: the average share of the tasks it
+    /// is about (the median over the runs); 100 for other figures.
+    pub(super) of_share: f64,
+    /// For a percentage of decisions: how many decisions (the median).
+    pub(super) samples: f64,
+}
+
+pub(super) fn figures(exp: &Experiment, r: &Report) -> Vec<Figure> {
+    let secs = r.duration_ns.max(1) as f64 / 1e9;
+    let mut out = Vec::new();
+    // A share's figure carries the share of its tasks; others carry 100.
+    let mut push = |key: String, label: String, kind, value, of_share| {
+        out.push(Figure { key, label, kind, value, range: (value, value), of_share, samples: 0.0 })
+    };
+    push("switches".into(), "switches/s".into(), Kind::Rate, r.totals.context_switches_per_sec, 100.0);
+    if exp.figures.migrations {
+        push("migrations".into(), "migrations/s".into(), Kind::Rate, r.totals.migrations as f64 / secs, 100.0);
+    }
+    if exp.figures.shares {
+        for s in &r.specs {
+            let share = s.cpu_share_avg_pct;
+            push(format!("share:{}", s.name), format!("{} share %", s.name), Kind::Share, share, share);
+            if s.tasks > 1 {
+                push(
+                    format!("spread:{}", s.name),
+                    format!("{} share max-min", s.name),
+                    Kind::Share,
+                    s.cpu_share_max_pct - s.cpu_share_min_pct,
+                    share,
+                );
+            }
+        }
+    }
+    // A run-time-per-switch p50 is meaningful where one kind of task runs;
+    // beside another kind the histogram has two modes and its median is any
+    // value between them, so each kind gets its mean run per switch.
+    if r.specs.len() == 1 {
+        push("run_p50".into(), "run/switch p50".into(), Kind::Time, r.runtime_per_switch.p50 as f64, 100.0);
+    } else {
+        for (i, s) in r.specs.iter().enumerate() {
+            let (cpu, switches) =
+                r.tasks.iter().filter(|t| t.spec as usize == i).fold((0u64, 0u64), |(c, n), t| {
+                    (c + t.cpu_time_ns, n + t.voluntary_switches + t.involuntary_switches)
+                });
+            if switches > 0 {
+                push(
+                    format!("run:{}", s.name),
+                    format!("{} run/switch", s.name),
+                    Kind::Time,
+                    cpu as f64 / switches as f64,
+                    100.0,
+                );
+            }
+        }
+    }
+    if exp.figures.wakeups && r.wakeup_latency.count > 0 {
+        push("wake_p50".into(), "wakeup p50".into(), Kind::Time, r.wakeup_latency.p50 as f64, 100.0);
+    }
+    if exp.figures.makespan
+        && let Some(m) = r.totals.makespan_ns
+    {
+        push("makespan".into(), "makespan".into(), Kind::Time, m as f64, 100.0);
+    }
+    out
+}
+
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A run's placement decisions as figures.
+pub(super) fn decision_figures(d: &Decisions) -> Vec<Figure> {
+    d.percentages()
+        .into_iter()
+        .map(|(key, label, value, of)| Figure {
+            key: key.into(),
+            label: label.into(),
+            kind: Kind::Pct,
+            value,
+            range: (value, value),
+            of_share: 100.0,
+            samples: of as f64,
+        })
+        .collect()
+}
+
+/// Each figure's median over the runs, in the order of the first run.
+pub(super) fn medians(runs: &[Vec<Figure>]) -> Vec<Figure> {
+    let mut order: Vec<Figure> = Vec::new();
+    let mut values: BTreeMap<String, [Vec<f64>; 3]> = BTreeMap::new();
+    for run in runs {
+        for f in run {
+            if !order.iter().any(|o| o.key == f.key) {
+                order.push(f.clone());
+            }
+            let v = values.entry(f.key.clone()).or_default();
+            v[0].push(f.value);
+            v[1].push(f.of_share);
+            v[2].push(f.samples);
+        }
+    }
+    for f in &mut order {
+        let [v, shares, samples] = values.remove(&f.key).unwrap_or_default();
+        f.range = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        f.value = median(v);
+        f.of_share = median(shares);
+        f.samples = median(samples);
+    }
+    order
+}
+
+#[derive(Debug, PartialEq)]
+pub(super) enum Verdict {
+    Within,
+    /// Both sides are cost-bound durations: under TCG they measure the
+    /// emulation, so they are counted apart from the figures compared.
+    NotCompared,
+    Outside,
+}
+
+/// The comparison's text (ratio or difference) and verdict of a simulated
+/// figure against the real one; `secs` is the length of a run, for the
+/// counting noise of a rate. A figure one side has and the other lacks
+/// (a task that never ran, a histogram left empty) is a flag.
+pub(super) fn judge(kind: Kind, sim: Option<&Figure>, real: Option<&Figure>, secs: f64) -> (String, Verdict) {
+    let (s, r) = match (sim, real) {
+        (Some(s), Some(r)) => (s, r),
+        (None, _) => return ("not simulated".into(), Verdict::Outside),
+        (_, None) => return ("not in the real runs".into(), Verdict::Outside),
+    };
+    let (sim, real) = (s.value, r.value);
+    match (sim.is_nan(), real.is_nan()) {
+        // A percentage of no decisions on either side: nothing to differ.
+        (true, true) => return ("none on either side".into(), Verdict::Within),
+        (true, false) | (false, true) => return ("missing on one side".into(), Verdict::Outside),
+        (false, false) => {}
+    }
+    match kind {
+        Kind::Share => {
+            let d = sim - real;
+            // The tasks' share as the kernel gave it sets how small a
+            // difference must be for a small task.
+            let tolerance = if r.of_share < SMALL_SHARE_PCT {
+                SHARE_POINTS.min(SMALL_SHARE_RELATIVE * r.of_share)
+            } else {
+                SHARE_POINTS
+            };
+            (format!("{d:+.1} pt"), if d.abs() <= tolerance { Verdict::Within } else { Verdict::Outside })
+        }
+        Kind::Pct => {
+            let d = sim - real;
+            let p = real / 100.0;
+            let noise = 2.0 * (p * (1.0 - p) / r.samples.max(1.0)).sqrt() * 100.0;
+            (format!("{d:+.1} pt"), if d.abs() <= PCT_POINTS.max(noise) { Verdict::Within } else { Verdict::Outside })
+        }
+        Kind::Time if sim < COST_SCALE_NS && real < COST_SCALE_NS => ("both < 250 us".into(), Verdict::NotCompared),
+        Kind::Rate | Kind::Time => {
+            if real == 0.0 && sim == 0.0 {
+                return ("both 0".into(), Verdict::Within);
+            }
+            let text = if real > 0.0 { format!("{:.2}", sim / real) } else { "-".into() };
+            // A rate counts events: n of them in a run are known to about
+            // sqrt(n), so a difference within two of those is not one.
+            let noise = 2.0 * (real * secs).sqrt() / secs;
+            let close = (kind == Kind::Rate && (sim - real).abs() < RATE_FLOOR.max(noise))
+                || (real > 0.0 && (sim / real - 1.0).abs() <= RATIO_TOLERANCE);
+            (text, if close { Verdict::Within } else { Verdict::Outside })
+        }
+    }
+}
+
+pub(super) fn show(kind: Kind, v: f64) -> String {
+    if v.is_nan() {
+        return "-".into();
+    }
+    match kind {
+        Kind::Share | Kind::Pct => format!("{v:.1}"),
+        Kind::Time => schedlab_sim::time::format_duration(v as u64),
+        Kind::Rate if v >= 100.0 => format!("{v:.0}"),
+        Kind::Rate => format!("{v:.1}"),
+    }
+}
+
+/// What became of a figure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Outcome {
+    Within,
+    NotCompared,
+    /// Outside with the default costs, within with the guest's.
+    Explained,
+    Unexplained,
+}
+
+/// A figure's outcome in `row`: judged with the default costs; a flag is
+/// explained when the simulation with the guest's costs is within
+/// tolerance (or, cost-bound on both sides, no longer comparable).
+pub(super) fn outcome(row: &Row, key: &str) -> Outcome {
+    let find = |v: &[Figure]| v.iter().find(|f| f.key == key).cloned();
+    let (sim, guest, real) = (find(&row.sim), find(&row.guest), find(&row.real));
+    let Some(kind) = sim.as_ref().or(real.as_ref()).map(|f| f.kind) else { return Outcome::Unexplained };
+    match judge(kind, sim.as_ref(), real.as_ref(), row.secs).1 {
+        Verdict::Within => Outcome::Within,
+        Verdict::NotCompared => Outcome::NotCompared,
+        Verdict::Outside => match judge(kind, guest.as_ref(), real.as_ref(), row.secs).1 {
+            Verdict::Within | Verdict::NotCompared => Outcome::Explained,
+            Verdict::Outside => Outcome::Unexplained,
+        },
+    }
+}
+
+/// The figures of a row, the simulation's first, then any only the real
+/// runs have.
+pub(super) fn row_keys(row: &Row) -> Vec<&Figure> {
+    let mut keys: Vec<&Figure> = row.sim.iter().collect();
+    keys.extend(row.real.iter().filter(|r| !row.sim.iter().any(|s| s.key == r.key)));
+    keys
+}

@@ -1,0 +1,585 @@
+//! `schedlab validate`: every simulated policy that has a bootable kernel,
+//! run beside that kernel under QEMU (the vm runner) on a fixed set of
+//! experiments, written as a Markdown page of simulated against real
+//! figures.
+//!
+//! Each figure (switches/s, per-task share, run time per switch, wakeup
+//! latency, migrations/s, makespan) is the median of several runs on each
+//! side: seeds 1..=runs for the simulation, as many boots of the kernel for
+//! the real side. Every experiment is simulated twice: with the default
+//! costs (this hardware's) and with the guest's own, measured by
+//! `schedlab calibrate` in a boot of the same kernel. A figure outside its
+//! tolerance is flagged; it is explained only when the simulation with the
+//! guest's costs brings it within tolerance, a figure the page shows.
+//! Anything else is unexplained: a defect of the model, or an open
+//! difference whose known facts (open.toml, one exact entry per figure)
+//! are printed beside it. `validate` exits non-zero while any figure is
+//! unexplained or an open.toml entry matches no flag (stale), so a model
+//! drifting from its kernel, or a note outliving its difference, is caught.
+//!
+//! Which kernel a policy is checked against is `PolicyInfo::kernel`; the
+//! kernels are ../shared/kernels/NAME.bzImage unless --kernels says where.
+//!
+//! The files: [`experiments`] what runs, [`judge`] how a figure is read and
+//! judged, open.toml (read by [`open`]) what is known of each open
+//! difference, [`guest`] the real side (calibration, kept runs, disturbed
+//! boots), [`page`] the Markdown; this file runs them.
+
+mod experiments;
+mod guest;
+mod judge;
+mod open;
+mod page;
+
+use crate::args::HostArgs;
+use crate::commands::vm::{self, VmArgs};
+use crate::simulate::{load_workload, simulate, simulate_observed};
+use anyhow::{Context, Result, bail};
+use experiments::*;
+use guest::*;
+use judge::*;
+use rayon::prelude::*;
+use schedlab_policies::PolicyInfo;
+use schedlab_sim::report::decisions::{DecisionCounter, Decisions};
+use schedlab_sim::{Report, Workload};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct Options {
+    pub out: PathBuf,
+    pub kernels: PathBuf,
+    pub quick: bool,
+    pub runs: Option<usize>,
+    pub sched: Vec<String>,
+    /// Tunables changed in the simulations only: what the kernels' figures
+    /// say of a change (a planted one must fail).
+    pub set: Vec<(String, i64)>,
+    pub accel: schedlab_vm::Accel,
+    /// Read the real runs kept by an earlier validate in `out` instead of
+    /// booting the kernels again.
+    pub reuse: bool,
+}
+
+pub fn default_out() -> PathBuf {
+    PathBuf::from("schedlab-validation")
+}
+
+pub fn default_kernels() -> PathBuf {
+    PathBuf::from("../shared/kernels")
+}
+
+/// One policy's results: per experiment, simulated and real figures.
+struct Checked {
+    policy: &'static PolicyInfo,
+    kernel_file: PathBuf,
+    /// Per experiment and run length: figures simulated with the default
+    /// costs and with the guest's, and the real ones.
+    rows: Vec<Row>,
+    /// The guest's costs as `--cost` takes them, and what calibrate said
+    /// of the figures behind them.
+    guest_costs: Vec<(String, u64)>,
+    guest_notes: String,
+    /// Host CPUs idle before the real runs, the lowest seen, and how many
+    /// of the runs recorded it (runs kept by older versions did not).
+    idle_min: f64,
+    idle_runs: usize,
+    real_runs: usize,
+    /// The guest machine as the real runs' reports describe it.
+    machine: String,
+    /// Boots in which the kernel crashed (each booted again), as kept in
+    /// POLICY-crashes.txt: "EXPERIMENT run N: first line of the oops".
+    crashes: Vec<String>,
+    /// Boots whose figures were not the kernel's (see [`disturbance`]),
+    /// each booted again, as kept in POLICY-disturbed.txt.
+    disturbed: Vec<String>,
+}
+
+struct Row {
+    exp: &'static Experiment,
+    sim: Vec<Figure>,
+    guest: Vec<Figure>,
+    real: Vec<Figure>,
+    secs: f64,
+}
+
+/// The placement decisions of `w` simulated under `sched`.
+fn simulate_decisions(w: &Workload, sched: &str) -> Result<Decisions> {
+    let t = &w.machine.topology;
+    let llc = (0..w.nr_cpus()).map(|c| Some(t.llc_of(c))).collect();
+    let mut counter = DecisionCounter::new(llc, 0, u64::MAX);
+    simulate_observed(w, sched, &mut counter)?;
+    Ok(counter.counts)
+}
+
+pub fn run(opts: Options) -> Result<()> {
+    let runs = opts.runs.unwrap_or(if opts.quick { 1 } else { 3 });
+    if !(1..=20).contains(&runs) {
+        bail!("--runs {runs}: give from 1 to 20 runs per figure");
+    }
+    let policies = choose_policies(&opts)?;
+    let experiments: Vec<&Experiment> = EXPERIMENTS.iter().filter(|e| !opts.quick || e.quick).collect();
+    let data = opts.out.join("validation");
+    std::fs::create_dir_all(&data)
+        .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
+    let started = Instant::now();
+    let mut checked = Vec::new();
+    for (policy, kernel_file) in policies {
+        let mut kernel = Kernel::new(&opts, &data, policy, kernel_file)?;
+        // The decisions need guests of more vCPUs than the host has CPUs,
+        // and several runs: not part of --quick.
+        let decision_experiments = DECISION_EXPERIMENTS.iter().filter(|_| !opts.quick);
+        for exp in experiments.iter().copied().chain(decision_experiments) {
+            let row = kernel.experiment(&opts, exp, runs, started)?;
+            kernel.c.rows.push(row);
+        }
+        checked.push(kernel.c);
+    }
+
+    let (text, tallies, unexplained) = page::page(&opts, runs, &checked);
+    for (name, t) in tallies {
+        eprintln!(
+            "schedlab: validate: {name}: {} of {} figures within tolerance, {} explained by the guest's costs, {} not \
+             compared, {} unexplained",
+            t.within, t.figures, t.explained, t.not_compared, t.unexplained
+        );
+    }
+    let stale = stale_open_entries(&checked);
+    let md = opts.out.join("validation.md");
+    std::fs::write(&md, text).with_context(|| format!("cannot write {}", md.display()))?;
+    eprintln!(
+        "schedlab: wrote {} ({} policies, {} experiments, {} runs each, {:.0} s)",
+        md.display(),
+        checked.len(),
+        experiments.len(),
+        runs,
+        started.elapsed().as_secs_f64()
+    );
+    if !stale.is_empty() {
+        bail!(
+            "{} open difference(s) of crates/schedlab-cli/src/commands/validate/open.toml match no unexplained figure \
+             any more: {}. Remove them",
+            stale.len(),
+            stale.join(", ")
+        );
+    }
+    if !unexplained.is_empty() {
+        bail!(
+            "{} figure(s) outside tolerance that the guest's costs do not explain: {}. Fix the model, or measure \
+             what explains them",
+            unexplained.len(),
+            unexplained.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// One policy's kernel as validate boots it, and what it has found so far.
+struct Kernel<'a> {
+    c: Checked,
+    label: &'static str,
+    data: &'a std::path::Path,
+    vm_args: VmArgs,
+    crashes_file: PathBuf,
+    disturbed_file: PathBuf,
+}
+
+impl<'a> Kernel<'a> {
+    /// The guest's costs (measured now, or kept) and the boots an earlier
+    /// validate found crashed or disturbed (kept only when its runs are).
+    fn new(
+        opts: &Options,
+        data: &'a std::path::Path,
+        policy: &'static PolicyInfo,
+        kernel_file: PathBuf,
+    ) -> Result<Self> {
+        let label = policy.kernel.map_or(policy.name, |k| k.0);
+        // The kernel booted as the model's defaults assume (MuQSS's rqshare).
+        let vm_args = VmArgs {
+            accel: opts.accel,
+            memory: 1024,
+            timeout: None,
+            boot_args: policy.boot_args.iter().map(|a| a.to_string()).collect(),
+        };
+        let (guest_costs, guest_notes) = guest_costs(
+            &data.join(format!("{}-calibration.json", policy.name)),
+            opts.reuse,
+            &kernel_file,
+            &vm_args,
+            label,
+        )?;
+        let mut c = Checked {
+            policy,
+            kernel_file,
+            rows: Vec::new(),
+            guest_costs,
+            guest_notes,
+            idle_min: f64::INFINITY,
+            idle_runs: 0,
+            real_runs: 0,
+            machine: String::new(),
+            crashes: Vec::new(),
+            disturbed: Vec::new(),
+        };
+        let crashes_file = data.join(format!("{}-crashes.txt", policy.name));
+        let disturbed_file = data.join(format!("{}-disturbed.txt", policy.name));
+        for (file, list) in [(&crashes_file, &mut c.crashes), (&disturbed_file, &mut c.disturbed)] {
+            if opts.reuse {
+                if let Ok(text) = std::fs::read_to_string(file) {
+                    *list = text.lines().map(str::to_string).collect();
+                }
+            } else if file.exists() {
+                std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
+            }
+        }
+        Ok(Kernel { c, label, data, vm_args, crashes_file, disturbed_file })
+    }
+
+    /// One experiment's row: simulated with both sets of costs, and `runs`
+    /// real runs, kept or booted now.
+    fn experiment(&mut self, opts: &Options, exp: &'static Experiment, runs: usize, started: Instant) -> Result<Row> {
+        // --quick runs fewer experiments once, each as long as in the
+        // full suite: the tolerances hold for runs of that length (a
+        // 1 s run's mean run per switch moved 12% with its first slices).
+        let duration = exp.secs * SEC;
+        let sims = simulated(opts, exp, self.c.policy.name, runs, duration, &[])?;
+        let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, &self.c.guest_costs)?;
+        let mut reals = Vec::new();
+        for run in 1..=runs {
+            let kept = self.data.join(format!("{}-{}-{run}.json", self.c.policy.name, exp.id));
+            let reused = if opts.reuse { kept_run(&kept, duration)? } else { None };
+            let report = match reused {
+                Some(r) => r,
+                None => {
+                    eprintln!(
+                        "schedlab: validate: {} {} run {run}/{runs} in {} ({:.0} s so far)",
+                        self.c.policy.name,
+                        exp.id,
+                        self.c.kernel_file.display(),
+                        started.elapsed().as_secs_f64()
+                    );
+                    let r = self.boot(exp, run, duration)?;
+                    std::fs::write(&kept, serde_json::to_string(&r)?)
+                        .with_context(|| format!("cannot write {}", kept.display()))?;
+                    r
+                }
+            };
+            if exp.figures.decisions {
+                let d = report.host.as_ref().and_then(|h| h.decisions.as_ref());
+                reals.push(d.map(decision_figures).unwrap_or_default());
+                continue;
+            }
+            if let Some(h) = report.host.as_ref() {
+                self.c.machine = h.machine.clone();
+                let idle = h.notes.iter().find_map(|n| n.strip_prefix(IDLE_NOTE)?.parse::<f64>().ok());
+                if let Some(idle) = idle {
+                    self.c.idle_min = self.c.idle_min.min(idle);
+                    self.c.idle_runs += 1;
+                }
+                self.c.real_runs += 1;
+            }
+            reals.push(figures(exp, &report));
+        }
+        Ok(Row {
+            exp,
+            sim: medians(&sims),
+            guest: medians(&guest_sims),
+            real: medians(&reals),
+            secs: duration as f64 / 1e9,
+        })
+    }
+
+    /// Run `run` of `exp` in a boot of the kernel, booted again when the
+    /// kernel crashed or the host disturbed it, up to MAX_BOOTS in a row.
+    fn boot(&mut self, exp: &Experiment, run: usize, duration: u64) -> Result<Report> {
+        let idle = wait_for_quiet();
+        let cm = experiment_common(exp, duration, run as u64);
+        let w = load_workload(&cm)?;
+        let host = HostArgs { no_trace: false, no_groups: false };
+        let (mut failed, mut disturbed) = (0, 0);
+        let mut r = loop {
+            let attempt = vm::run(&cm, &w, &self.c.kernel_file, self.label, &self.vm_args, &host);
+            let failure = attempt.as_ref().err().and_then(kernel_failure);
+            let (why, list, file, count) = match (attempt, failure) {
+                // A kernel that crashes is a finding, kept on the
+                // page; the run is booted once more.
+                (Err(_), Some(failure)) => (failure, &mut self.c.crashes, &self.crashes_file, &mut failed),
+                (attempt, _) => {
+                    let r = attempt?;
+                    match disturbance(&r, exp.cpus) {
+                        // Not the kernel's figures: booted again
+                        // once the host is quiet.
+                        Some(why) => (why, &mut self.c.disturbed, &self.disturbed_file, &mut disturbed),
+                        None => break r,
+                    }
+                }
+            };
+            let what = format!("{} run {run}: {why}", exp.id);
+            *count += 1;
+            if *count == MAX_BOOTS {
+                bail!(
+                    "{}: {what}, in {MAX_BOOTS} boots in a row{}",
+                    self.label,
+                    if failed == MAX_BOOTS {
+                        ""
+                    } else {
+                        ": validate needs a quiet host (stop what runs beside it, or run it again later)"
+                    }
+                );
+            }
+            eprintln!("schedlab: validate: {} {what}; booting it again", self.label);
+            append_line(file, &what)?;
+            list.push(what);
+            wait_for_quiet();
+        };
+        if let Some(h) = r.host.as_mut() {
+            h.notes.push(format!("{IDLE_NOTE}{idle:.2}"));
+        }
+        Ok(r)
+    }
+}
+
+/// `exp` simulated under `policy` with seeds 1..=runs, in parallel, with
+/// `costs` over the defaults.
+fn simulated(
+    opts: &Options,
+    exp: &Experiment,
+    policy: &str,
+    runs: usize,
+    duration: u64,
+    costs: &[(String, u64)],
+) -> Result<Vec<Vec<Figure>>> {
+    (1..=runs as u64)
+        .into_par_iter()
+        .map(|seed| {
+            let mut cm = experiment_common(exp, duration, seed);
+            cm.set.clone_from(&opts.set);
+            cm.cost = costs.to_vec();
+            let w = load_workload(&cm)?;
+            Ok(if exp.figures.decisions {
+                decision_figures(&simulate_decisions(&w, policy)?)
+            } else {
+                figures(exp, &simulate(&w, policy)?)
+            })
+        })
+        .collect()
+}
+
+/// The open.toml entries for an experiment that ran on their policy whose
+/// figure was not unexplained there.
+fn stale_open_entries(checked: &[Checked]) -> Vec<String> {
+    let mut stale = Vec::new();
+    for o in open::all() {
+        let Some(c) = checked.iter().find(|c| c.policy.name == o.policy) else { continue };
+        let Some(row) = c.rows.iter().find(|r| r.exp.id == o.experiment) else { continue };
+        if outcome(row, &o.figure) != Outcome::Unexplained {
+            stale.push(format!("{} {} {}", o.policy, o.experiment, o.figure));
+        }
+    }
+    stale
+}
+
+/// The policies to check and their kernel files. Named policies must have
+/// a kernel; by default every policy whose kernel file is there.
+fn choose_policies(opts: &Options) -> Result<Vec<(&'static PolicyInfo, PathBuf)>> {
+    let mut out = Vec::new();
+    if opts.sched.is_empty() {
+        for p in schedlab_policies::all() {
+            if let Some((file, _)) = p.kernel {
+                let path = opts.kernels.join(format!("{file}.bzImage"));
+                if path.is_file() {
+                    out.push((p, path));
+                } else {
+                    eprintln!("schedlab: validate: {} skipped: no {}", p.name, path.display());
+                }
+            }
+        }
+        if out.is_empty() {
+            bail!(
+                "no guest kernel found in {}: give the directory of the *.bzImage files with --kernels",
+                opts.kernels.display()
+            );
+        }
+        return Ok(out);
+    }
+    for name in &opts.sched {
+        let Some(p) = schedlab_policies::all().into_iter().find(|p| p.name == name) else {
+            bail!(
+                "unknown scheduler '{name}': choose one of {}",
+                schedlab_policies::all()
+                    .iter()
+                    .filter(|p| p.kernel.is_some())
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        };
+        let Some((file, _)) = p.kernel else {
+            bail!("{name} has no bootable kernel to be checked against (see `schedlab list`)");
+        };
+        let path = opts.kernels.join(format!("{file}.bzImage"));
+        if !path.is_file() {
+            bail!(
+                "{} is not there: build it with tools/kernel/build.sh or give its directory with --kernels",
+                path.display()
+            );
+        }
+        out.push((p, path));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_boot_that_measured_the_host_is_named() {
+        let w = load_workload(&experiment_common(&EXPERIMENTS[0], 10_000_000, 1)).unwrap();
+        let mut r = simulate(&w, "eevdf").unwrap();
+        r.extra = vec![(vm::HOST_OTHERS.into(), 0.1), (schedlab_host::TICKS_DELIVERED.into(), 98.7)];
+        assert_eq!(disturbance(&r, 2), None);
+        r.extra[0].1 = 1.04;
+        assert_eq!(disturbance(&r, 2).unwrap(), "other processes took 1.04 host CPUs while the guest ran");
+        r.extra[0].1 = 0.0;
+        r.extra[1].1 = 93.7;
+        assert_eq!(disturbance(&r, 2).unwrap(), "the guest's busy CPUs took 93.7% of their timer ticks");
+        // More vCPUs than host CPUs lose ticks by design.
+        assert_eq!(disturbance(&r, 4096), None);
+    }
+
+    fn fig(kind: Kind, value: f64) -> Figure {
+        Figure { key: "k".into(), label: "k".into(), kind, value, range: (value, value), of_share: 100.0, samples: 0.0 }
+    }
+
+    fn verdict(kind: Kind, sim: f64, real: f64, secs: f64) -> Verdict {
+        judge(kind, Some(&fig(kind, sim)), Some(&fig(kind, real)), secs).1
+    }
+
+    #[test]
+    fn tolerances_flag_what_they_say() {
+        assert_eq!(verdict(Kind::Rate, 250.0, 251.0, 3.0), Verdict::Within);
+        assert_eq!(verdict(Kind::Rate, 250.0, 280.0, 3.0), Verdict::Outside);
+        // Below 1/s apart, a rate agrees whatever the ratio.
+        assert_eq!(verdict(Kind::Rate, 0.0, 0.4, 3.0), Verdict::Within);
+        // 20 events in 3 s against 24: within counting noise; not 200 against 240.
+        assert_eq!(verdict(Kind::Rate, 8.0, 6.7, 3.0), Verdict::Within);
+        assert_eq!(verdict(Kind::Rate, 8.0, 6.7, 30.0), Verdict::Outside);
+        assert_eq!(verdict(Kind::Share, 42.9, 40.0, 3.0), Verdict::Within);
+        assert_eq!(verdict(Kind::Share, 50.0, 13.7, 3.0), Verdict::Outside);
+        // Cost-bound durations are counted apart, not passed: 2 us against
+        // 249 us says nothing either way.
+        assert_eq!(verdict(Kind::Time, 2_000.0, 249_000.0, 3.0), Verdict::NotCompared);
+        assert_eq!(verdict(Kind::Time, 2_000.0, 4_000_000.0, 3.0), Verdict::Outside);
+        assert_eq!(verdict(Kind::Time, 4_014_000.0, 3_998_000.0, 3.0), Verdict::Within);
+    }
+
+    #[test]
+    fn a_small_task_share_is_judged_relative_to_it() {
+        // bmq thread-test-256's spinners: 0.4% each, spread 0.1 simulated
+        // against 1.6 real points: within 3 points, far outside 25% of 0.4%.
+        let mut sim = fig(Kind::Share, 0.1);
+        let mut real = fig(Kind::Share, 1.6);
+        (sim.of_share, real.of_share) = (0.39, 0.39);
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Outside);
+        real.value = 0.18;
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Within);
+        // A large share keeps the 3 points.
+        (sim.value, real.value, real.of_share) = (40.0, 42.5, 41.0);
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Within);
+    }
+
+    #[test]
+    fn a_figure_one_side_lacks_is_a_flag() {
+        let f = fig(Kind::Time, 4_000_000.0);
+        assert_eq!(judge(Kind::Time, Some(&f), None, 3.0), ("not in the real runs".into(), Verdict::Outside));
+        assert_eq!(judge(Kind::Time, None, Some(&f), 3.0).1, Verdict::Outside);
+        // A percentage of no decisions: a flag when one side made some.
+        let (none, some) = (fig(Kind::Pct, f64::NAN), fig(Kind::Pct, 18.0));
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&some), 3.0).1, Verdict::Outside);
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&none), 3.0).1, Verdict::Within);
+    }
+
+    fn row(sim: f64, guest: f64, real: f64) -> Row {
+        Row {
+            exp: &EXPERIMENTS[0],
+            sim: vec![fig(Kind::Rate, sim)],
+            guest: vec![fig(Kind::Rate, guest)],
+            real: vec![fig(Kind::Rate, real)],
+            secs: 3.0,
+        }
+    }
+
+    #[test]
+    fn only_the_guests_costs_explain_a_flag() {
+        assert_eq!(outcome(&row(250.0, 100.0, 251.0), "k"), Outcome::Within);
+        assert_eq!(outcome(&row(1000.0, 260.0, 251.0), "k"), Outcome::Explained);
+        assert_eq!(outcome(&row(1000.0, 900.0, 251.0), "k"), Outcome::Unexplained);
+        assert_eq!(outcome(&row(1000.0, 900.0, 251.0), "other"), Outcome::Unexplained);
+    }
+
+    #[test]
+    fn open_entries_are_exact_and_go_stale() {
+        let mut seen = std::collections::BTreeSet::new();
+        for o in open::all() {
+            assert!(EXPERIMENTS.iter().any(|e| e.id == o.experiment), "{} names no experiment", o.experiment);
+            assert!(
+                seen.insert((&o.policy, &o.experiment, &o.figure)),
+                "{} {} {} twice",
+                o.policy,
+                o.experiment,
+                o.figure
+            );
+            assert!(
+                schedlab_policies::POLICIES.iter().any(|p| p.name == o.policy && p.kernel.is_some()),
+                "{}",
+                o.policy
+            );
+            assert!(!o.figure.contains('*') && !o.experiment.contains('*') && !o.policy.contains('*'));
+        }
+        // bmq nice-hog's open entries hold while the nice 5 hog's share is
+        // unexplained, and go stale once the model agrees with the kernel.
+        let nice_hog = EXPERIMENTS.iter().find(|e| e.id == "nice-hog").unwrap();
+        let share = |v: f64| Figure { key: "share:nice5-hog".into(), of_share: v, ..fig(Kind::Share, v) };
+        let run = |v: f64| Figure { key: "run:nice5-hog".into(), ..fig(Kind::Time, v) };
+        let checked = |sim_share: f64, real: Vec<Figure>| Checked {
+            policy: schedlab_policies::POLICIES.iter().find(|p| p.name == "bmq").unwrap(),
+            kernel_file: PathBuf::new(),
+            rows: vec![Row {
+                exp: nice_hog,
+                sim: vec![share(sim_share), run(4_192_000.0)],
+                guest: vec![share(sim_share), run(4_175_000.0)],
+                real,
+                secs: 3.0,
+            }],
+            guest_costs: Vec::new(),
+            guest_notes: String::new(),
+            idle_min: 2.0,
+            idle_runs: 0,
+            real_runs: 0,
+            machine: String::new(),
+            crashes: Vec::new(),
+            disturbed: Vec::new(),
+        };
+        assert!(stale_open_entries(&[checked(1.3, vec![share(0.0)])]).is_empty());
+        let agreed = checked(0.0, vec![share(0.0), run(4_192_000.0)]);
+        assert_eq!(
+            stale_open_entries(&[agreed]),
+            vec!["bmq nice-hog share:nice5-hog".to_string(), "bmq nice-hog run:nice5-hog".to_string()]
+        );
+    }
+
+    #[test]
+    fn medians_take_the_middle_run() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0]), 2.5);
+    }
+
+    #[test]
+    fn every_experiment_names_a_builtin_workload_with_its_params() {
+        for e in EXPERIMENTS.iter().chain(DECISION_EXPERIMENTS) {
+            let w = load_workload(&experiment_common(e, SEC, 1)).unwrap_or_else(|err| panic!("{}: {err}", e.id));
+            assert_eq!(w.nr_cpus(), e.cpus, "{}", e.id);
+        }
+        assert!(EXPERIMENTS.iter().any(|e| e.quick));
+    }
+}

@@ -1,0 +1,282 @@
+//! docs/validation.md: the page validate writes, a section per policy
+//! with its tally, a table of simulated, re-simulated and real figures
+//! per experiment, and the facts known of each open difference.
+
+use super::*;
+use std::fmt::Write;
+
+/// One policy's counts.
+#[derive(Clone, Copy, Default, Debug)]
+pub(super) struct Tally {
+    pub(super) figures: usize,
+    pub(super) within: usize,
+    pub(super) explained: usize,
+    pub(super) not_compared: usize,
+    pub(super) unexplained: usize,
+}
+
+/// The page, each policy's tally and the unexplained figures' names.
+pub(super) fn page(
+    opts: &Options,
+    runs: usize,
+    checked: &[Checked],
+) -> (String, Vec<(&'static str, Tally)>, Vec<String>) {
+    let mut t = String::new();
+    let mut unexplained = Vec::new();
+    let mut tallies = Vec::new();
+    let set: String = opts.set.iter().map(|(k, v)| format!(" --set {k}={v}")).collect();
+    let cmd = format!(
+        "schedlab validate{}{}{set}",
+        if opts.quick { " --quick" } else { "" },
+        if opts.runs.is_some() { format!(" --runs {runs}") } else { String::new() }
+    );
+    let _ = write!(
+        t,
+        "# Validation: each model against its own kernel\n\n\
+         Written by `{cmd}` (schedlab {}). Each policy that has a bootable kernel runs the experiments \
+         below in the simulator and, as real threads (`schedlab host`), in that kernel booted under QEMU \
+         (`schedlab vm`) on {CPUS} vCPUs for {} each. Every figure is the median of {runs} run{}: seeds 1 to \
+         {runs} simulated, {runs} boot{} of the kernel.{}\n\n\
+         **Two simulations.** Each experiment is simulated with the default costs (this hardware's: a 2 µs \
+         switch, 5 µs to wake an idle CPU, nothing for a fork or a timer) and again with the guest's own, \
+         measured by `schedlab calibrate` in a boot of the same kernel (listed under each policy): under \
+         TCG the CPU is emulated, and a switch, a timer or a thread creation costs tens to hundreds of \
+         microseconds.\n\n\
+         **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
+         two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
+         of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
+         {SHARE_POINTS:.0} percentage points, and for tasks whose real share is under {SMALL_SHARE_PCT:.0}% \
+         also within {:.0}% of that share. Durations (run time per switch, wakeup latency p50): within \
+         {:.0}% (run time per switch is the p50 where one kind of task runs, and each kind's mean beside \
+         another kind); where both sides are below 250 µs the figure is *not compared*: it measures what \
+         the emulation costs. A figure one side has and the other lacks is a flag.\n\n\
+         **Verdicts.** A figure outside its tolerance with the default costs is flagged. It is *explained* \
+         only when the simulation with the guest's measured costs brings it within tolerance (that figure \
+         is in the table); otherwise it is *unexplained*: a defect of the model, or an open difference \
+         whose known facts are printed below its table. `schedlab validate` exits non-zero while any \
+         figure is unexplained.\n\n\
+         **Boots that measured the host.** A boot is run again when other processes took {HOST_OTHERS_LIMIT} \
+         host CPUs or more while the guest ran, or when a busy guest CPU took under {TICKS_DELIVERED_MIN:.0}% \
+         of its timer ticks (a vCPU its host does not run for a jiffy skips the tick, and every slice that \
+         ends at a tick runs longer; judged on CPUs busy 95% of the run); such boots are listed under their \
+         policy, and validate stops after {MAX_BOOTS} in a row.\n\n\
+         **Clocks.** Every guest keeps time on the TSC, as hardware does (`tsc=reliable`: under TCG the \
+         6.1 and 5.10 kernels otherwise fall back to the emulated HPET), and its job starts only once the \
+         kernel has left tsc-early and runs high-resolution timers on every CPU (before that, hrtimers fire \
+         at ticks). The runs before 2026-11-25 lacked both.\n\n",
+        env!("CARGO_PKG_VERSION"),
+        if opts.quick { "3 s".to_string() } else { "3 s (smp-fairness 10 s)".to_string() },
+        if runs == 1 { "" } else { "s" },
+        if runs == 1 { "" } else { "s" },
+        if set.is_empty() {
+            String::new()
+        } else {
+            format!(" The simulations ran with{set}, the kernels with their own settings.")
+        },
+        RATIO_TOLERANCE * 100.0,
+        SMALL_SHARE_RELATIVE * 100.0,
+        RATIO_TOLERANCE * 100.0,
+    );
+    t.push_str(
+        "| policy | model follows | kernel | figures | within | explained by the guest's costs | not compared | \
+         unexplained |\n|---|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    let mut sections = String::new();
+    for c in checked {
+        let (section, tally, missing) = policy_section(c);
+        sections.push_str(&section);
+        unexplained.extend(missing);
+        tallies.push((c.policy.name, tally));
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} ({}) | {} | {} | {} | {} | {} |",
+            c.policy.name,
+            c.policy.source,
+            c.policy.kernel.map_or("-", |k| k.1),
+            vm::kernel_label(&c.kernel_file),
+            tally.figures,
+            tally.within,
+            tally.explained,
+            tally.not_compared,
+            tally.unexplained
+        );
+    }
+    let without: Vec<String> = schedlab_policies::all()
+        .into_iter()
+        .filter(|p| !checked.iter().any(|c| c.policy.name == p.name))
+        .map(|p| match p.kernel {
+            Some((file, what)) => {
+                if opts.sched.is_empty() {
+                    format!("{} ({what}: no {file}.bzImage in {})", p.name, opts.kernels.display())
+                } else {
+                    format!("{} (not asked for)", p.name)
+                }
+            }
+            None => match p.audit {
+                Some(what) => format!("{} (source-audited against {what}, no kernel)", p.name),
+                None => format!("{} (no bootable kernel of {}, not audited)", p.name, p.source),
+            },
+        })
+        .collect();
+    if !without.is_empty() {
+        let _ = writeln!(t, "\nNot checked: {}.", without.join("; "));
+    }
+    t.push('\n');
+    t.push_str(&sections);
+    (t, tallies, unexplained)
+}
+
+/// Where a policy's table rows count what they find.
+pub(super) struct Judged<'a> {
+    tally: &'a mut Tally,
+    missing: &'a mut Vec<String>,
+    notes: &'a mut Vec<(&'static str, Vec<String>)>,
+}
+
+pub(super) const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs than the host has\n\n\
+    Each machine here has 2 cores, so these guests run 4 vCPUs on 2 host CPUs: a vCPU waits for a host CPU, \
+    loses ticks and runs slower, and rates and durations say nothing. Where the kernel places a task is still \
+    decided from the guest's own state, so these figures are percentages of placement decisions, counted the \
+    same way from the simulation's events and the guest's trace (decisions.rs): wakeups placed on a busy CPU \
+    while another CPU of the LLC was idle (what SIS_UTIL's scan limit allows), wakeups placed on another CPU \
+    than the task's last, new tasks placed on an idle CPU, and balancing moves (of a runnable task) that went \
+    to an idle CPU. What a busy guest changes is how loaded the LLC looks (PELT follows the guest's slower \
+    time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
+    binomial standard deviations of the real count.\n\n";
+
+/// The head of a policy's tables.
+pub(super) const TABLE_HEAD: &str = "| experiment | figure | simulated | with the guest's costs | real (range) | sim/real | |\n\
+    |---|---|---:|---:|---:|---:|---|\n";
+
+/// One experiment's rows of a policy's table.
+pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Judged) {
+    let (tally, missing, notes) = (&mut *judged.tally, &mut *judged.missing, &mut *judged.notes);
+    let mut first = true;
+    for f in row_keys(row) {
+        let find = |v: &[Figure]| v.iter().find(|x| x.key == f.key).cloned();
+        let (sim, guest, real) = (find(&row.sim), find(&row.guest), find(&row.real));
+        tally.figures += 1;
+        let (ratio, _) = judge(f.kind, sim.as_ref(), real.as_ref(), row.secs);
+        let mark = match outcome(row, &f.key) {
+            Outcome::Within => {
+                tally.within += 1;
+                String::new()
+            }
+            Outcome::NotCompared => {
+                tally.not_compared += 1;
+                "not compared".into()
+            }
+            Outcome::Explained => {
+                tally.explained += 1;
+                "⚑ explained by the guest's costs".into()
+            }
+            Outcome::Unexplained => {
+                tally.unexplained += 1;
+                missing.push(format!("{} {} {}", c.policy.name, row.exp.id, f.label));
+                match open::note(c.policy.name, row.exp.id, &f.key) {
+                    Some(text) => {
+                        let n = match notes.iter().position(|(t, _)| *t == text) {
+                            Some(i) => i,
+                            None => {
+                                notes.push((text, Vec::new()));
+                                notes.len() - 1
+                            }
+                        };
+                        notes[n].1.push(format!("{} {}", row.exp.id, f.label));
+                        format!("⚑ **unexplained**, open [{}]", n + 1)
+                    }
+                    None => "⚑ **unexplained**".into(),
+                }
+            }
+        };
+        let name = if first { format!("{} <br><small>{}</small>", row.exp.id, row.exp.what) } else { String::new() };
+        first = false;
+        let value = |x: &Option<Figure>| x.as_ref().map_or("-".to_string(), |x| show(x.kind, x.value));
+        let real_text = match &real {
+            Some(r) if r.range.0 < r.range.1 => format!(
+                "{} <small>({} - {})</small>",
+                show(r.kind, r.value),
+                show(r.kind, r.range.0),
+                show(r.kind, r.range.1)
+            ),
+            _ => value(&real),
+        };
+        let _ = writeln!(
+            t,
+            "| {name} | {} | {} | {} | {real_text} | {ratio} | {mark} |",
+            f.label,
+            value(&sim),
+            value(&guest)
+        );
+    }
+}
+
+/// One policy's table, its tally and the unexplained figures' names.
+pub(super) fn policy_section(c: &Checked) -> (String, Tally, Vec<String>) {
+    let mut t = String::new();
+    let mut tally = Tally::default();
+    let mut missing = Vec::new();
+    let _ = write!(
+        t,
+        "## {}: {}\n\nModel: {}. Kernel: {}. Host CPUs idle before the real runs: {}.\n\n\
+         The guest's costs (`schedlab calibrate` in a boot of this kernel): {}.\n\n",
+        c.policy.name,
+        c.policy.kernel.map_or("-", |k| k.1),
+        c.policy.source,
+        {
+            let kernel = if c.machine.is_empty() { c.kernel_file.display().to_string() } else { c.machine.clone() };
+            if c.policy.boot_args.is_empty() {
+                kernel
+            } else {
+                format!("{kernel}, booted with `{}` (the model's default)", c.policy.boot_args.join(" "))
+            }
+        },
+        if c.idle_runs == 0 {
+            "not recorded".to_string()
+        } else if c.idle_runs < c.real_runs {
+            format!("at least {:.1} in the {} of {} runs that recorded it", c.idle_min, c.idle_runs, c.real_runs)
+        } else {
+            format!("at least {:.1}", c.idle_min)
+        },
+        c.guest_notes
+    );
+    if !c.crashes.is_empty() {
+        let _ = write!(
+            t,
+            "**The kernel failed** in {} boot{} of the real runs (each was booted again): {}.\n\n",
+            c.crashes.len(),
+            if c.crashes.len() == 1 { "" } else { "s" },
+            c.crashes.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join("; ")
+        );
+    }
+    if !c.disturbed.is_empty() {
+        let _ = write!(
+            t,
+            "**The host disturbed** {} boot{} of the real runs (each was booted again): {}.\n\n",
+            c.disturbed.len(),
+            if c.disturbed.len() == 1 { "" } else { "s" },
+            c.disturbed.iter().map(|l| format!("`{l}`")).collect::<Vec<_>>().join("; ")
+        );
+    }
+    t.push_str(TABLE_HEAD);
+    let mut notes: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut judged = Judged { tally: &mut tally, missing: &mut missing, notes: &mut notes };
+    for row in c.rows.iter().filter(|r| !r.exp.figures.decisions) {
+        table_row(&mut t, c, row, &mut judged);
+    }
+    if c.rows.iter().any(|r| r.exp.figures.decisions) {
+        t.push_str(DECISIONS_INTRO);
+        t.push_str(TABLE_HEAD);
+        for row in c.rows.iter().filter(|r| r.exp.figures.decisions) {
+            table_row(&mut t, c, row, &mut judged);
+        }
+    }
+    if !notes.is_empty() {
+        t.push_str("\nOpen differences, with what is known:\n\n");
+        for (i, (text, which)) in notes.iter().enumerate() {
+            let _ = writeln!(t, "{}. *{}*: {text}", i + 1, which.join(", "));
+        }
+    }
+    t.push('\n');
+    (t, tally, missing)
+}
