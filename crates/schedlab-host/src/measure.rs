@@ -1,0 +1,358 @@
+//! The measured report of a host run: the sched trace's switches, run
+//! time per switch and placement decisions, per-thread CPU time and
+//! switches, /proc/stat's busy time and what it says of other processes
+//! and lost ticks.
+
+use crate::*;
+use schedlab_sim::formats::ftrace::{SchedEvent, SchedEventKind};
+use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
+use schedlab_sim::{Nanos, Report, Workload, report::Hist};
+use std::collections::HashMap;
+
+pub(crate) struct TraceFigures {
+    pub(crate) switches: u64,
+    /// Involuntary switches of our threads to another process's thread (a
+    /// kernel thread, a daemon): preemption the workload did not cause.
+    pub(crate) preempted_by_others: u64,
+    pub(crate) per_tid: HashMap<i32, (u64, u64, u64)>,
+    pub(crate) rps: Vec<Hist>,
+    /// Time on a CPU of each of our threads inside [t0, stop].
+    pub(crate) on_cpu: HashMap<i32, Nanos>,
+}
+
+/// Switches, voluntary/involuntary splits, migrations and run time per
+/// switch of our threads, from the trace, inside [t0, stop].
+pub(crate) fn analyse_trace(
+    events: &[SchedEvent],
+    spec_of: &HashMap<i32, u32>,
+    nr_specs: usize,
+    t0: Nanos,
+    stop: Nanos,
+) -> TraceFigures {
+    let mut f = TraceFigures {
+        switches: 0,
+        preempted_by_others: 0,
+        per_tid: HashMap::new(),
+        rps: vec![Hist::default(); nr_specs],
+        on_cpu: HashMap::new(),
+    };
+    let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
+    for ev in events {
+        let inside = ev.ts >= t0 && ev.ts <= stop;
+        match &ev.kind {
+            SchedEventKind::Switch { prev_pid, prev_state, next_pid, .. } => {
+                let (prev, next) = (*prev_pid as i32, *next_pid as i32);
+                let next_ours = spec_of.contains_key(&next);
+                if let Some(&spec) = spec_of.get(&prev) {
+                    if let Some((tid, since)) = running.remove(&ev.cpu)
+                        && tid == prev
+                    {
+                        *f.on_cpu.entry(tid).or_default() += overlap(since, ev.ts);
+                        if inside {
+                            f.rps[spec as usize].record(ev.ts - since.max(t0));
+                        }
+                    }
+                    if inside {
+                        f.switches += 1;
+                        let e = f.per_tid.entry(prev).or_default();
+                        if prev_state.starts_with('R') {
+                            e.1 += 1;
+                            if next != 0 && !next_ours {
+                                f.preempted_by_others += 1;
+                            }
+                        } else {
+                            e.0 += 1;
+                        }
+                    }
+                }
+                if next_ours {
+                    running.insert(ev.cpu, (next, ev.ts));
+                } else {
+                    running.remove(&ev.cpu);
+                }
+            }
+            SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
+                f.per_tid.entry(*pid as i32).or_default().2 += 1;
+            }
+            _ => {}
+        }
+    }
+    for (tid, since) in running.into_values() {
+        *f.on_cpu.entry(tid).or_default() += overlap(since, stop);
+    }
+    f
+}
+
+/// Other processes' share of the workload's CPUs above which a report
+/// says that they competed with it.
+pub(crate) const FOREIGN_LOAD_WARN_PCT: f64 = 5.0;
+
+/// Per-CPU busy and idle time of the workload's CPUs over `duration`, and
+/// the CPU time other processes took on them. As in a simulation, busy is
+/// the workload's own threads' CPU time and busy + idle = duration on each
+/// CPU; /proc/stat (machine-wide, in jiffies) only says how that time
+/// spread over the CPUs, and what it counts beyond the workload's threads
+/// is other processes'.
+pub(crate) fn cpu_accounting(
+    cpu_map: &[usize],
+    results: &[ThreadResult],
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    duration: Nanos,
+    stat_count: u64,
+) -> (Vec<CpuReport>, Nanos) {
+    let jiffy_ns = 1_000_000_000 / sys::user_hz();
+    let stat_busy: Vec<u64> = cpu_map
+        .iter()
+        .map(|&hc| {
+            let (b0, _) = stat0.get(hc).copied().unwrap_or_default();
+            let (b1, _) = stat1.get(hc).copied().unwrap_or_default();
+            b1.saturating_sub(b0) * jiffy_ns / stat_count
+        })
+        .collect();
+    let machine_busy: u64 = stat_busy.iter().sum();
+    let own: u64 = results.iter().map(|r| r.cpu_time).sum();
+    let own_busy = own.min(duration.saturating_mul(cpu_map.len() as u64));
+    let per_cpu = stat_busy
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            let share = if machine_busy == 0 { 1.0 / cpu_map.len() as f64 } else { b as f64 / machine_busy as f64 };
+            let busy_ns = ((own_busy as f64 * share) as u64).min(duration);
+            CpuReport { cpu: i as u32, busy_ns, idle_ns: duration - busy_ns, switch_overhead_ns: 0 }
+        })
+        .collect();
+    (per_cpu, machine_busy.saturating_sub(own))
+}
+
+/// The extra figure of a host report that says whether the kernel got its
+/// timer ticks: /proc/stat's busy time on the workload's busy CPUs per
+/// second they were not idle, in percent (the least of those CPUs). The
+/// kernel counts busy time one tick at a time and idle time from the
+/// clock (NO_HZ), so a CPU that lost ticks (a virtual CPU its host did not
+/// run for longer than a jiffy: the missed ticks are skipped, not
+/// delivered late) counts less busy time than it was busy, and every slice
+/// that ends at a tick ran longer.
+pub const TICKS_DELIVERED: &str = "ticks_delivered_pct";
+
+/// Below this, the report says that ticks were lost: /proc/stat counts in
+/// 10 ms units, 0.3% of a 3 s run.
+pub(crate) const TICKS_LOST_WARN_PCT: f64 = 97.0;
+
+/// The TICKS_DELIVERED figure over CPUs busy (not idle) for at least 95%
+/// of `window`; None where none was. Only there does a lost tick show: a
+/// CPU that idles often stops and restarts its tick (NO_HZ), and its short
+/// busy stretches are sampled by ticks unevenly (a cfs-6.1 guest passing a
+/// token between two CPUs counted 45% of its busy time in ticks with no
+/// tick lost). `stat_count` is how many times the kernel counts a
+/// busy CPU's time (2 under MuQSS).
+pub(crate) fn ticks_delivered_pct(
+    cpu_map: &[usize],
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    window: Nanos,
+    stat_count: u64,
+) -> Option<f64> {
+    let unit = 1e9 / sys::user_hz() as f64;
+    cpu_map
+        .iter()
+        .filter_map(|&hc| {
+            let ((b0, i0), (b1, i1)) = (*stat0.get(hc)?, *stat1.get(hc)?);
+            let busy = b1.saturating_sub(b0) as f64 * unit / stat_count as f64;
+            let not_idle = window as f64 - i1.saturating_sub(i0) as f64 * unit;
+            (not_idle >= window as f64 * 0.95).then(|| (busy * 100.0 / not_idle * 10.0).round() / 10.0)
+        })
+        .reduce(f64::min)
+}
+
+/// Each thread's row of the report, its spec's wakeup latencies, and the
+/// switches and migrations in all: from the trace where there is one,
+/// else from getrusage and /proc.
+pub(crate) struct TaskRows {
+    pub(crate) raw: Vec<TaskRaw>,
+    pub(crate) spec_lat: Vec<Hist>,
+    pub(crate) switches: u64,
+    pub(crate) migrations: u64,
+}
+
+pub(crate) fn task_rows(w: &Workload, results: &[ThreadResult], figures: Option<&TraceFigures>) -> TaskRows {
+    let mut spec_lat = vec![Hist::default(); w.tasks.len()];
+    let mut migrations_total = 0;
+    let mut switches_total = 0;
+    let mut raw = Vec::new();
+    for r in results {
+        spec_lat[r.spec as usize].merge(&r.lat);
+        let spec = &w.tasks[r.spec as usize];
+        let (vol, invol, mig) = match figures {
+            Some(f) => {
+                let e = f.per_tid.get(&r.tid).copied().unwrap_or_default();
+                (e.0, e.1, e.2)
+            }
+            None => (r.voluntary, r.involuntary, r.migrations.unwrap_or(0)),
+        };
+        switches_total += vol + invol;
+        migrations_total += mig;
+        raw.push(TaskRaw {
+            name: if spec.count > 1 || spec.template { format!("{}-{}", spec.name, r.task) } else { spec.name.clone() },
+            spec: r.spec,
+            cpu_time: r.cpu_time,
+            created: r.created,
+            exited: r.exited,
+            run_delay: r.run_delay.unwrap_or(0),
+            wakeups: r.wakeups,
+            lat_sum: r.lat_sum,
+            lat_max: r.lat_max,
+            voluntary: vol,
+            involuntary: invol,
+            migrations: mig,
+            work: r.work,
+            runs: r.runs,
+        });
+    }
+    TaskRows { raw, spec_lat, switches: switches_total, migrations: migrations_total }
+}
+
+/// The run's report, and the warning that other processes competed with
+/// it when they took FOREIGN_LOAD_WARN_PCT or more (also among its notes).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_report(
+    sh: &Shared,
+    mut results: Vec<ThreadResult>,
+    trace: Option<&[SchedEvent]>,
+    t0: Nanos,
+    stop: Nanos,
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    mut host: HostInfo,
+    tunables: Vec<(String, i64)>,
+) -> (Report, Option<String>) {
+    let w = &sh.w;
+    results.sort_by_key(|r| r.task);
+    let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
+    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop));
+    if let Some(events) = trace {
+        // The LLC of each host CPU the workload runs on.
+        let mut llc = vec![None; sh.cpu_map.iter().max().map_or(0, |&c| c + 1)];
+        for (i, &hc) in sh.cpu_map.iter().enumerate() {
+            llc[hc] = Some(w.machine.topology.llc_of(i as u32));
+        }
+        let mut counter = schedlab_sim::report::decisions::DecisionCounter::new(llc, t0, stop);
+        counter.feed_trace(events, |pid| spec_of.contains_key(&(pid as i32)));
+        host.decisions = Some(counter.counts);
+    }
+    let rusage_switches: u64 = results.iter().map(|r| r.voluntary + r.involuntary).sum();
+    if figures.as_ref().is_some_and(|f| f.switches == 0 && rusage_switches > 0) {
+        // The trace missed our threads (a filter the kernel did not apply):
+        // trust getrusage rather than report no switches.
+        figures = None;
+    }
+    let muqss = sys::is_muqss();
+    if muqss && let Some(f) = &figures {
+        // MuQSS counts a thread's CPU clock in its niffies, which run at
+        // least 2^30 ns per second of jiffies: 7-15% over the time there
+        // was. The trace's switches time the runs on the kernel's clock.
+        for r in results.iter_mut() {
+            r.cpu_time = f.on_cpu.get(&r.tid).copied().unwrap_or(0);
+        }
+        host.notes.push(
+            "task CPU times come from the sched trace: MuQSS's thread CPU clocks count its niffies, which run 7-15% \
+             fast"
+                .to_string(),
+        );
+    }
+    let mut absent = Vec::new();
+    if figures.is_none() {
+        absent.push("runtime_per_switch (needs tracefs)".to_string());
+    }
+    let to_others_pct = figures.as_ref().map(|f| {
+        let invol: u64 = f.per_tid.values().map(|e| e.1).sum();
+        f.preempted_by_others as f64 * 100.0 / invol.max(1) as f64
+    });
+    let TaskRows { raw, spec_lat, switches: switches_total, migrations: migrations_total } =
+        task_rows(w, &results, figures.as_ref());
+    if figures.is_none() && results.iter().any(|r| r.migrations.is_none()) {
+        absent.push("migrations (needs tracefs or CONFIG_SCHED_DEBUG's /proc/PID/sched)".to_string());
+    }
+    if results.iter().any(|r| r.run_delay.is_none()) {
+        absent.push("run_delay (needs CONFIG_SCHED_INFO's /proc/PID/schedstat)".to_string());
+    }
+    let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
+    let duration = if finished { results.iter().filter_map(|r| r.exited).max().unwrap_or(0) } else { stop - t0 };
+    let stat_count = if muqss {
+        // pc_user_time()/pc_system_time() and account_process_tick() both
+        // add a busy CPU's time to /proc/stat under MuQSS.
+        host.notes.push("/proc/stat's busy time is halved: MuQSS counts a busy CPU's time there twice".to_string());
+        2
+    } else {
+        1
+    };
+    let (per_cpu, other) = cpu_accounting(&sh.cpu_map, &results, stat0, stat1, duration, stat_count);
+    let capacity = (stop - t0).max(1) as f64 * sh.cpu_map.len() as f64;
+    let other_pct = other as f64 / capacity * 100.0;
+    let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {
+        format!(
+            "other processes used {other_pct:.1}% of the workload's CPUs during the run: the figures include \
+             their competition"
+        )
+    });
+    host.notes.extend(foreign.clone());
+    let ticks_pct = ticks_delivered_pct(&sh.cpu_map, stat0, stat1, stop - t0, stat_count);
+    if let Some(pct) = ticks_pct.filter(|&p| p < TICKS_LOST_WARN_PCT) {
+        host.notes.push(format!(
+            "the busy CPUs took {pct:.1}% of their timer ticks: the kernel lost ticks (a virtual CPU its host did \
+             not run for over a jiffy), which lengthens every slice that ends at a tick"
+        ));
+    }
+    let frame = ReportFrame {
+        source: "host".into(),
+        scheduler: format!("linux {} (this machine)", host.kernel_release),
+        workload: w.name.clone(),
+        seed: w.seed,
+        cpus: w.nr_cpus(),
+        hz: host.hz.unwrap_or(0),
+        stop: duration,
+        finished,
+        tunables,
+        context_switches: switches_total,
+        migrations: migrations_total,
+        events: 0,
+        per_cpu,
+        extra: std::iter::once(("other_processes_cpu_pct", other_pct))
+            .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
+            .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
+            .map(|(name, pct)| (name.to_string(), (pct * 10.0).round() / 10.0))
+            .collect(),
+        absent,
+        host: Some(host),
+    };
+    let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
+    let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
+    (assemble(frame, raw, &names, &spec_lat, &spec_rps), foreign)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_ticks_show_as_busy_time_not_counted() {
+        let hz = sys::user_hz();
+        // A 3 s window; CPU 0 busy throughout with 6% of its ticks lost,
+        // CPU 1 busy with every tick, CPU 2 idle most of the time.
+        let window = 3_000_000_000;
+        let stat0 = [(0, 0), (0, 0), (0, 0)];
+        let stat1 = [(3 * hz * 94 / 100, 0), (3 * hz, 0), (hz / 10, 3 * hz - hz / 10)];
+        let pct = ticks_delivered_pct(&[0, 1, 2], &stat0, &stat1, window, 1).unwrap();
+        assert!((pct - 94.0).abs() < 0.5, "{pct}");
+        assert_eq!(ticks_delivered_pct(&[1, 2], &stat0, &stat1, window, 1), Some(100.0));
+        // An idle CPU says nothing of ticks, nor does one that idles
+        // often: passing a token, busy 60% by the clock and 27% by ticks.
+        assert_eq!(ticks_delivered_pct(&[2], &stat0, &stat1, window, 1), None);
+        let token = [(3 * hz * 27 / 100, 3 * hz * 40 / 100)];
+        assert_eq!(ticks_delivered_pct(&[0], &stat0[..1], &token, window, 1), None);
+        // MuQSS counts busy time twice.
+        let doubled = [(6 * hz, 0)];
+        assert_eq!(ticks_delivered_pct(&[0], &stat0[..1], &doubled, window, 2), Some(100.0));
+    }
+}

@@ -1,0 +1,85 @@
+//! `schedlab record`: a command run under a private tracefs instance of
+//! sched events, its trace kept for replay.
+
+use crate::*;
+use std::os::unix::process::CommandExt;
+
+/// What `record` captured.
+pub struct Recording {
+    /// The trace in tracefs's text layout.
+    pub text: String,
+    /// Events the ring buffers dropped (a replay of a trace with drops is
+    /// missing bursts).
+    pub overrun: u64,
+    pub exit_status: std::process::ExitStatus,
+    /// The stop signal that ended the recording early, passed on to the
+    /// command; the trace up to then is kept.
+    pub interrupted: Option<libc::c_int>,
+    /// Leftovers of killed runs that were removed first.
+    pub warnings: Vec<String>,
+}
+
+/// How long a command that was passed a stop signal has to exit before
+/// it is killed.
+pub(crate) const COMMAND_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Runs `command` with the machine's sched events recorded through a
+/// private tracefs instance: everything that ran, so that a replay has the
+/// command's competition too (a filtered trace sees other tasks only when
+/// they switch with the command's, and cannot tell how long they ran).
+/// A stop signal is passed on to the command; the recording ends with it,
+/// and the instance is removed on every path.
+pub fn record(command: &[String]) -> Result<Recording, HostError> {
+    let _signals = signals::StopSignals::install();
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
+    let warnings = leftovers::sweep();
+    let nr_cpus = sys::allowed_cpus().len().max(1);
+    let tracer = tracing::Tracer::with_events(nr_cpus, &tracing::RECORD_EVENTS, "schedlab record", false)
+        .map_err(HostError::Setup)?;
+    tracer.set_on(true);
+    // The command gets a process group of its own, so that a stop signal
+    // reaches everything it started (a shell's children that ignore
+    // signals too, at the grace period's end) and nothing of schedlab's:
+    // a terminal's Ctrl-C reaches schedlab, which passes it on.
+    let mut child = std::process::Command::new(program)
+        .args(args)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
+    let group = child.id() as libc::pid_t;
+    let mut interrupted = None;
+    let mut deadline = None;
+    let exit_status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| HostError::Setup(format!("waiting for '{program}': {e}")))? {
+            // A signal that came as the command ended still ends the
+            // recording early, and says so.
+            interrupted = interrupted.or_else(signals::received);
+            if interrupted.is_some() {
+                // SAFETY: the group is the command's own; what is left of
+                // it (a background child) goes with it.
+                unsafe { libc::killpg(group, libc::SIGKILL) };
+            }
+            break status;
+        }
+        if interrupted.is_none()
+            && let Some(sig) = signals::received()
+        {
+            interrupted = Some(sig);
+            // SAFETY: signalling the command's own process group, whose
+            // leader has not been reaped.
+            unsafe { libc::killpg(group, sig) };
+            deadline = Some(std::time::Instant::now() + COMMAND_STOP_GRACE);
+        }
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            // SAFETY: as above; everything in the group that ignored the
+            // signal.
+            unsafe { libc::killpg(group, libc::SIGKILL) };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    tracer.set_on(false);
+    let (text, overrun) = tracer.text().map_err(HostError::Setup)?;
+    Ok(Recording { text, overrun, exit_status, interrupted, warnings })
+}

@@ -1,0 +1,468 @@
+//! The workload as threads: each task a thread that sets its attributes
+//! (nice, policy, affinity, custom slice, cgroup) and runs its program
+//! (`run` bursts that spin until the thread has had the burst's CPU time,
+//! absolute `clock_nanosleep` sleeps and timers, pipes for channels whose
+//! messages carry the sender's timestamp), the shared state they start and
+//! stop by, and the controller's raised priority.
+
+use crate::*;
+use schedlab_sim::engine::{TaskRng, task_rng};
+use schedlab_sim::workload::{Op, SchedPolicy};
+use schedlab_sim::{Nanos, Workload, report::Hist};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Message a pipe carries to make its reader stop.
+pub(crate) const STOP: u64 = u64::MAX;
+
+/// SCHED_FIFO for the calling thread while it lives, SCHED_OTHER after.
+pub(crate) struct ControllerPriority;
+
+impl ControllerPriority {
+    pub(crate) fn raise() -> Result<ControllerPriority, String> {
+        sys::set_policy(0, libc::SCHED_FIFO, 50, "SCHED_FIFO for the controller thread")?;
+        Ok(ControllerPriority)
+    }
+}
+
+impl Drop for ControllerPriority {
+    fn drop(&mut self) {
+        let _ = sys::set_policy(0, libc::SCHED_OTHER, 0, "SCHED_OTHER");
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct ThreadResult {
+    pub(crate) task: u32,
+    pub(crate) spec: u32,
+    pub(crate) tid: i32,
+    pub(crate) created: Nanos,
+    pub(crate) exited: Option<Nanos>,
+    pub(crate) cpu_time: Nanos,
+    pub(crate) voluntary: u64,
+    pub(crate) involuntary: u64,
+    pub(crate) migrations: Option<u64>,
+    pub(crate) run_delay: Option<u64>,
+    pub(crate) wakeups: u64,
+    pub(crate) lat_sum: Nanos,
+    pub(crate) lat_max: Nanos,
+    pub(crate) lat: Hist,
+    pub(crate) work: Nanos,
+    pub(crate) runs: u64,
+}
+
+pub(crate) struct Shared {
+    pub(crate) w: Workload,
+    /// Host CPU of each workload CPU.
+    pub(crate) cpu_map: Vec<usize>,
+    pub(crate) pipes: Vec<sys::Pipe>,
+    pub(crate) conds: Vec<sync::Cond>,
+    pub(crate) barriers: Vec<sync::Barrier>,
+    pub(crate) stop: AtomicBool,
+    pub(crate) t0: AtomicU64,
+    pub(crate) end: AtomicU64,
+    /// Initial task threads set up and waiting at `go`.
+    pub(crate) arrived: AtomicU32,
+    pub(crate) go: sys::Gate,
+    pub(crate) next_task: AtomicU32,
+    /// Task threads that have not finished their program.
+    pub(crate) live: AtomicU32,
+    pub(crate) spec_instances: Vec<AtomicU32>,
+    pub(crate) results: Mutex<Vec<ThreadResult>>,
+    pub(crate) errors: Mutex<Vec<HostError>>,
+    pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) cgroups: Option<cgroup::Cgroups>,
+    pub(crate) spins_per_ns: f64,
+    /// Threads that may still be created (forks included) before a limit
+    /// of the machine, named by `thread_limit`, would make creation fail or
+    /// abort the process.
+    pub(crate) thread_budget: AtomicU64,
+    pub(crate) thread_limit: String,
+}
+
+/// Spin iterations per nanosecond, roughly: it only sizes the pieces a
+/// burst spins between clock reads.
+pub(crate) fn calibrate_spin() -> f64 {
+    let mut n = 100_000u64;
+    loop {
+        let start = sys::now();
+        spin(n);
+        let took = sys::now() - start;
+        if took >= 5_000_000 || n > 1 << 40 {
+            return (n as f64 / took.max(1) as f64).max(1e-3);
+        }
+        n *= 4;
+    }
+}
+
+/// Length of one spin piece between reads of the clock.
+pub(crate) const SPIN_PIECE_NS: f64 = 2_000.0;
+
+/// A gap between two clock reads longer than this was a preemption, not
+/// running time.
+pub(crate) const PREEMPTED_GAP_NS: u64 = 100_000;
+
+/// Burns `burst` ns of CPU time. The CPU time is measured on the
+/// CLOCK_MONOTONIC vDSO (no system call): reading the thread CPU clock
+/// would enter the kernel, run update_curr() and end slices at their exact
+/// length instead of at the tick, which a real busy loop does not get; and
+/// counting iterations drifts with what the SMT sibling does. A gap between
+/// reads longer than PREEMPTED_GAP_NS is time the thread was not running.
+/// Returns false when the run's end stopped the burst.
+pub(crate) fn burn(sh: &Shared, burst: Nanos) -> bool {
+    let piece = ((SPIN_PIECE_NS * sh.spins_per_ns) as u64).max(1);
+    let mut left = burst as i64;
+    let mut last = sys::now();
+    while left > 0 {
+        spin(piece);
+        let now = sys::now();
+        let gap = now - last;
+        last = now;
+        left -= if gap < PREEMPTED_GAP_NS { gap as i64 } else { SPIN_PIECE_NS as i64 };
+        if sh.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+    }
+    true
+}
+
+#[inline(never)]
+pub(crate) fn spin(n: u64) {
+    for i in 0..n {
+        std::hint::black_box(i);
+    }
+}
+
+pub(crate) fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(), String> {
+    let s = &sh.w.tasks[spec as usize];
+    let cpus: Vec<usize> = match &sh.w.instance_affinity(spec, instance) {
+        Some(set) => set.iter().map(|c| sh.cpu_map[c as usize]).collect(),
+        None => sh.cpu_map.clone(),
+    };
+    sys::set_affinity(tid, &cpus)?;
+    match s.policy {
+        // Explicitly, since a thread inherits its creator's policy, and
+        // schedlab itself may run under chrt.
+        SchedPolicy::Normal => sys::set_policy(tid, libc::SCHED_OTHER, 0, "SCHED_OTHER")?,
+        SchedPolicy::Batch => sys::set_policy(tid, libc::SCHED_BATCH, 0, "SCHED_BATCH")?,
+        SchedPolicy::Idle => sys::set_policy(tid, libc::SCHED_IDLE, 0, "SCHED_IDLE")?,
+        SchedPolicy::Iso => unreachable!("SCHED_ISO is refused before any thread starts"),
+        SchedPolicy::Fifo(p) => sys::set_policy(tid, libc::SCHED_FIFO, p as i32, "SCHED_FIFO")?,
+        SchedPolicy::Rr(p) => sys::set_policy(tid, libc::SCHED_RR, p as i32, "SCHED_RR")?,
+    }
+    if !s.policy.is_rt() && s.policy != SchedPolicy::Idle && s.nice != 0 {
+        sys::set_nice(tid, s.nice)?;
+    }
+    if let Some(slice) = s.slice {
+        sys::set_slice(tid, s.nice, slice)?;
+    }
+    if let Some(cg) = &sh.cgroups {
+        cg.attach(s.group, tid)?;
+    }
+    Ok(())
+}
+
+/// Stack of a task thread: the programs recurse nowhere.
+pub(crate) const TASK_STACK: usize = 128 * 1024;
+
+pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostError> {
+    if sh.thread_budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
+        return Err(HostError::Setup(format!(
+            "task '{}': no thread created, the machine's limit is reached: {}",
+            sh.w.tasks[spec as usize].name, sh.thread_limit
+        )));
+    }
+    let task = sh.next_task.fetch_add(1, Ordering::SeqCst);
+    sh.live.fetch_add(1, Ordering::SeqCst);
+    let instance = sh.spec_instances[spec as usize].fetch_add(1, Ordering::SeqCst);
+    let shared = Arc::clone(sh);
+    let name = format!("sl-{}", sh.w.tasks[spec as usize].name);
+    let handle = std::thread::Builder::new()
+        .stack_size(TASK_STACK)
+        .spawn(move || task_thread(shared, task, spec, instance, at_barrier, name))
+        .map_err(|e| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)")))?;
+    sh.handles.lock().expect("no thread panics holding the lock").push(handle);
+    Ok(())
+}
+
+pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, at_barrier: bool, name: String) {
+    let tid = sys::gettid();
+    signals::block_in_this_thread();
+    sys::set_thread_name(&name);
+    sys::set_min_timer_slack();
+    if let Err(message) = apply_attributes(&sh, spec, instance, tid) {
+        let task_name = sh.w.tasks[spec as usize].name.clone();
+        sh.errors.lock().expect("lock").push(HostError::Attribute { task: task_name, message });
+    }
+    if at_barrier {
+        sh.arrived.fetch_add(1, Ordering::SeqCst);
+        sh.go.wait();
+    }
+    let t0 = sh.t0.load(Ordering::SeqCst);
+    if sh.stop.load(Ordering::SeqCst) && t0 == 0 {
+        // The run never started (setup failed).
+        sh.live.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let mut rng = task_rng(sh.w.seed, task);
+    // A task exists from its intended start (t0 plus its start offset; a
+    // forked one from now): with thousands of threads on few CPUs, a thread
+    // may first get a CPU long after that, which is run delay, not a later
+    // birth.
+    let start = if at_barrier { t0 + sh.w.tasks[spec as usize].start.sample(&mut rng) } else { sys::now() };
+    while sys::now() < start && !sh.stop.load(Ordering::SeqCst) {
+        sys::sleep_until(start);
+    }
+    if sh.stop.load(Ordering::SeqCst) {
+        // The run ended before this thread first got a CPU: it existed all
+        // along with nothing to show, as a starved task does.
+        let created = start.saturating_sub(t0);
+        sh.results.lock().expect("lock").push(ThreadResult { task, spec, tid, created, ..ThreadResult::default() });
+        sh.live.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let cpu0 = sys::thread_cpu_time();
+    let ru0 = sys::thread_rusage();
+    let mig0 = sys::task_sched_field(tid, "se.nr_migrations");
+    let delay0 = sys::task_run_delay(tid);
+    let mut r = ThreadResult { task, spec, tid, created: start.saturating_sub(t0), ..ThreadResult::default() };
+    let finished = run_program(&sh, spec, &mut rng, &mut r);
+    let end = sh.end.load(Ordering::SeqCst);
+    if finished {
+        r.exited = Some(sys::now().min(end).saturating_sub(t0));
+    }
+    r.cpu_time = sys::thread_cpu_time() - cpu0;
+    let ru = sys::thread_rusage();
+    r.voluntary = ru.voluntary - ru0.voluntary;
+    r.involuntary = ru.involuntary - ru0.involuntary;
+    r.migrations = sys::task_sched_field(tid, "se.nr_migrations").zip(mig0).map(|(a, b)| a - b);
+    r.run_delay = sys::task_run_delay(tid).zip(delay0).map(|(a, b)| a - b);
+    sh.results.lock().expect("lock").push(r);
+    sh.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+pub(crate) fn record_latency(r: &mut ThreadResult, lat: Nanos) {
+    r.wakeups += 1;
+    r.lat_sum += lat;
+    r.lat_max = r.lat_max.max(lat);
+    r.lat.record(lat);
+}
+
+/// Sleeps to `target`; false when the run ends first.
+pub(crate) fn sleep_to(sh: &Shared, target: Nanos, r: &mut ThreadResult) -> bool {
+    let end = sh.end.load(Ordering::SeqCst);
+    if target >= end {
+        sys::sleep_until(end);
+        return false;
+    }
+    while !sys::sleep_until(target) {
+        if sh.stop.load(Ordering::SeqCst) {
+            return false;
+        }
+    }
+    record_latency(r, sys::now().saturating_sub(target));
+    true
+}
+
+/// Runs the task's program; true when it ended by itself (exit or end of
+/// program), false when the run's end stopped it.
+pub(crate) fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mut ThreadResult) -> bool {
+    let program = &sh.w.tasks[spec as usize].program;
+    let mut pc = 0usize;
+    let mut loops: Vec<(usize, u64)> = Vec::new();
+    let mut timer_next: Vec<Option<Nanos>> = Vec::new();
+    let started = sys::now();
+    while let Some(op) = program.get(pc) {
+        pc += 1;
+        if sh.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        match op {
+            Op::Run(d) => {
+                let burst = d.sample(rng);
+                r.runs += 1;
+                if !burn(sh, burst) {
+                    return false;
+                }
+                r.work += burst;
+            }
+            Op::Sleep(d) => {
+                let target = sys::now() + d.sample(rng);
+                if !sleep_to(sh, target, r) {
+                    return false;
+                }
+            }
+            Op::Timer { period, slot, mode } => {
+                let (period, slot) = (*period, *slot as usize);
+                if timer_next.len() <= slot {
+                    timer_next.resize(slot + 1, None);
+                }
+                let next = match mode.next_expiry(timer_next[slot], period, started, sys::now()) {
+                    Ok(next) => next,
+                    Err(last) => {
+                        timer_next[slot] = Some(last);
+                        continue;
+                    }
+                };
+                timer_next[slot] = Some(next);
+                if !sleep_to(sh, next, r) {
+                    return false;
+                }
+            }
+            Op::Wait(ch) => {
+                let pipe = &sh.pipes[*ch as usize];
+                let mut avail: libc::c_int = 0;
+                // SAFETY: FIONREAD writes an int.
+                unsafe { libc::ioctl(pipe.read, libc::FIONREAD, &mut avail) };
+                let blocked = avail < 8;
+                match pipe.recv() {
+                    Some(STOP) | None => return false,
+                    Some(sent) if blocked => record_latency(r, sys::now().saturating_sub(sent)),
+                    Some(_) => {}
+                }
+            }
+            Op::Signal(ch) => {
+                if !sh.pipes[*ch as usize].send(sys::now()) {
+                    return false;
+                }
+            }
+            Op::CondWait { cond, mutex } => {
+                let c = &sh.conds[*cond as usize];
+                let ticket = c.enter();
+                if let Some(m) = mutex
+                    && !sh.pipes[*m as usize].send(sys::now())
+                {
+                    return false;
+                }
+                match c.wait(ticket, &sh.stop) {
+                    Some(lat) => record_latency(r, lat),
+                    None => return false,
+                }
+            }
+            Op::CondSignal(c) => sh.conds[*c as usize].signal(),
+            Op::CondBroadcast(c) => sh.conds[*c as usize].broadcast(),
+            Op::Barrier(b) => {
+                if !sh.barriers[*b as usize].arrive(&sh.stop) {
+                    return false;
+                }
+            }
+            Op::Yield => sys::sched_yield(),
+            Op::Fork(child) => {
+                if let Err(e) = spawn_task(sh, *child, false) {
+                    sh.errors.lock().expect("lock").push(e);
+                }
+            }
+            Op::Exit => return true,
+            Op::LoopStart { count, .. } => loops.push((pc - 1, count.unwrap_or(u64::MAX))),
+            Op::LoopEnd { start } => {
+                let (_, left) = loops.last_mut().expect("LoopEnd pairs with LoopStart");
+                if *left != u64::MAX {
+                    *left -= 1;
+                }
+                if *left == 0 {
+                    loops.pop();
+                } else {
+                    pc = *start as usize + 1;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The channels' pipes and the initial tasks' threads, each waiting at the
+/// start gate; how many were spawned (fewer when one failed, whose error
+/// is in `errors` and which has set `stop`).
+pub(crate) fn start_threads(
+    w: &Workload,
+    cpu_map: Vec<usize>,
+    cgroups: Option<cgroup::Cgroups>,
+) -> Result<(Arc<Shared>, u32), HostError> {
+    let pipes = (0..w.channels.len())
+        .map(|_| sys::Pipe::new())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| HostError::Setup(format!("cannot create a pipe: {e}")))?;
+    for (pipe, chan) in pipes.iter().zip(&w.channels) {
+        // A mutex starts unlocked: its one token is in the pipe.
+        for _ in 0..chan.initial {
+            pipe.send(0);
+        }
+    }
+    let initial: Vec<u32> = w
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.template)
+        .flat_map(|(i, t)| std::iter::repeat_n(i as u32, t.count as usize))
+        .collect();
+    let (capacity, limit) = sys::thread_capacity();
+    // The controller and the kernel's own threads need a little room too.
+    let headroom = 16;
+    if initial.len() as u64 + headroom > capacity {
+        return Err(HostError::Setup(format!(
+            "the workload starts {} threads at once, but this machine lets schedlab create about {} more: {limit}; \
+             use fewer tasks",
+            initial.len(),
+            capacity.saturating_sub(headroom)
+        )));
+    }
+    let sh = Arc::new(Shared {
+        w: w.clone(),
+        cpu_map,
+        pipes,
+        conds: w.conds.iter().map(|_| sync::Cond::default()).collect(),
+        barriers: w.barriers.iter().map(|b| sync::Barrier::new(b.users)).collect(),
+        stop: AtomicBool::new(false),
+        t0: AtomicU64::new(0),
+        end: AtomicU64::new(u64::MAX),
+        arrived: AtomicU32::new(0),
+        go: sys::Gate::default(),
+        next_task: AtomicU32::new(0),
+        live: AtomicU32::new(0),
+        spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
+        results: Mutex::new(Vec::new()),
+        errors: Mutex::new(Vec::new()),
+        handles: Mutex::new(Vec::new()),
+        cgroups,
+        spins_per_ns: calibrate_spin(),
+        thread_budget: std::sync::atomic::AtomicU64::new(capacity - headroom),
+        thread_limit: limit,
+    });
+    let mut spawned = 0;
+    for &spec in &initial {
+        if let Err(e) = spawn_task(&sh, spec, true) {
+            // Release the threads already waiting, then report.
+            sh.stop.store(true, Ordering::SeqCst);
+            sh.errors.lock().expect("lock").push(e);
+            break;
+        }
+        spawned += 1;
+    }
+    Ok((sh, spawned))
+}
+
+/// Stops every task thread: the stop flag, a STOP message in every pipe a
+/// thread may wait on, and a join of every thread (threads forked during
+/// the run included).
+pub(crate) fn stop_threads(sh: &Shared) {
+    sh.stop.store(true, Ordering::SeqCst);
+    let nr_threads = sh.handles.lock().expect("lock").len() + 16;
+    for p in &sh.pipes {
+        p.make_write_nonblocking();
+        for _ in 0..nr_threads {
+            if !p.send(STOP) {
+                break;
+            }
+        }
+    }
+    loop {
+        let batch: Vec<JoinHandle<()>> = std::mem::take(&mut *sh.handles.lock().expect("lock"));
+        if batch.is_empty() {
+            break;
+        }
+        for h in batch {
+            let _ = h.join();
+        }
+    }
+}
