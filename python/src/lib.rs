@@ -103,8 +103,7 @@ fn run_one(
 ) -> Result<RunResult, String> {
     let ov = overrides(overrides_json)?;
     let w = workload(spec, inline, &ov)?;
-    let policy = schedlab_policies::build(sched, &w)?;
-    let report = Engine::new(&w, policy, EngineOptions::default()).run().map_err(|e| format!("{sched}: {e}"))?;
+    let report = schedlab_policies::simulate(&w, sched)?;
     result_of(&report, summary_only)
 }
 

@@ -6,7 +6,7 @@ use crate::args::{Common, HostArgs, overrides};
 use anyhow::{Result, anyhow, bail};
 use rayon::prelude::*;
 use schedlab_sim::report::timeline::{Schedule, Timeline};
-use schedlab_sim::{Engine, EngineOptions, Observer, Overrides, Report, Workload};
+use schedlab_sim::{Observer, Overrides, Report, Workload};
 
 pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
     let w = load_workload_with(c, &overrides(c))?;
@@ -31,9 +31,7 @@ pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload>
 }
 
 pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
-    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
-    let engine = Engine::new(w, policy, EngineOptions::default());
-    engine.run().map_err(|e| anyhow!("{sched}: {e}"))
+    schedlab_policies::simulate(w, sched).map_err(|e| anyhow!(e))
 }
 
 /// `w` simulated on each of `names`, in parallel, reports in that order.
@@ -43,8 +41,7 @@ pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report
 
 /// A simulated run whose events `observer` sees as they happen.
 pub(crate) fn simulate_observed<'w>(w: &'w Workload, sched: &str, observer: &'w mut dyn Observer) -> Result<Report> {
-    let policy = schedlab_policies::build(sched, w).map_err(|e| anyhow!(e))?;
-    Engine::new(w, policy, EngineOptions::default()).with_observer(observer).run().map_err(|e| anyhow!("{sched}: {e}"))
+    schedlab_policies::simulate_observed(w, sched, observer).map_err(|e| anyhow!(e))
 }
 
 /// A simulated run that also keeps the schedule between `window.0` and

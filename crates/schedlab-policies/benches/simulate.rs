@@ -5,12 +5,11 @@
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use schedlab_sim::workload::scaling_workload;
-use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
+use schedlab_sim::{Overrides, Workload};
 use std::time::Duration;
 
 fn events(w: &Workload, sched: &str) -> u64 {
-    let policy = schedlab_policies::build(sched, w).expect("known policy");
-    Engine::new(w, policy, EngineOptions::default()).run().expect("simulation runs").totals.events
+    schedlab_policies::simulate(w, sched).expect("simulation runs").totals.events
 }
 
 fn mixed_64(c: &mut Criterion) {

@@ -12,7 +12,7 @@ pub mod smp;
 pub mod weights;
 
 pub use common::{TunableSpec, apply_tunables, list_tunables, value_of};
-use schedlab_sim::{Policy, Workload};
+use schedlab_sim::{Engine, EngineOptions, Observer, Policy, Report, Workload};
 
 /// A policy schedlab can build, with the source version it follows.
 pub struct PolicyInfo {
@@ -201,6 +201,22 @@ pub fn all() -> Vec<&'static PolicyInfo> {
 /// Whether `name` is a registered policy (not a built-in one).
 pub fn is_user_policy(name: &str) -> bool {
     USER_POLICIES.get().is_some_and(|u| u.iter().any(|p| p.info.name == name))
+}
+
+/// `w` simulated under the policy named `name`: what every front end
+/// (the CLI, the Python package, the benchmarks) runs. An error names the
+/// policy.
+pub fn simulate(w: &Workload, name: &str) -> Result<Report, String> {
+    Engine::new(w, build(name, w)?, EngineOptions::default()).run().map_err(|e| format!("{name}: {e}"))
+}
+
+/// [`simulate`] with `observer` seeing each event as it happens (a
+/// timeline, a trace writer, a decision counter).
+pub fn simulate_observed<'w>(w: &'w Workload, name: &str, observer: &'w mut dyn Observer) -> Result<Report, String> {
+    Engine::new(w, build(name, w)?, EngineOptions::default())
+        .with_observer(observer)
+        .run()
+        .map_err(|e| format!("{name}: {e}"))
 }
 
 /// Builds the policy `name` for a workload (its CPUs, groups, tunables).

@@ -26,8 +26,7 @@ pub fn run_checked(w: &Workload, sched: &str) -> Report {
 }
 
 pub fn run(w: &Workload, sched: &str) -> Report {
-    let policy = schedlab_policies::build(sched, w).unwrap();
-    Engine::new(w, policy, EngineOptions::default()).run().unwrap_or_else(|e| panic!("{sched}: {e}"))
+    schedlab_policies::simulate(w, sched).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A policy-specific figure of the report (Policy::extra_metrics).

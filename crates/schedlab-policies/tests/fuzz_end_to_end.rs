@@ -14,9 +14,8 @@
 //! schedlab-policies --test fuzz_end_to_end`.
 
 use proptest::prelude::*;
-use schedlab_sim::{Engine, EngineOptions, Overrides, Workload};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use schedlab_sim::{Overrides, Workload};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Peak heap a case may take beyond what its tasks need: a workload file
@@ -32,30 +31,8 @@ const BYTES_PER_TASK: usize = 1024;
 const WATCHDOG: Duration = Duration::from_secs(60);
 const FUZZ_CASES: u32 = 300;
 
-struct Counting;
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: forwards to the system allocator, only counting.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as the caller promised for this layout.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: as the caller promised.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOCATOR: schedlab_sim::memory::CountingAllocator = schedlab_sim::memory::CountingAllocator;
 
 /// Wall-clock start of the current case, in ms since the watchdog began
 /// (0: no case running).
@@ -135,30 +112,26 @@ fn case(kind: &str, text: &str) -> Result<(), TestCaseError> {
     start_watchdog();
     let origin = ORIGIN.get().expect("watchdog started");
     CASE_STARTED.store(origin.elapsed().as_millis() as u64 + 1, Ordering::SeqCst);
-    PEAK.store(CURRENT.load(Ordering::Relaxed), Ordering::Relaxed);
-    let before = CURRENT.load(Ordering::Relaxed);
-    let ov = Overrides { duration: Some(20_000_000), ..Overrides::default() };
-    let w: Option<Workload> = match kind {
-        "toml" => Workload::from_toml(text, "fuzz.toml", &ov).ok(),
-        "rtapp" => schedlab_sim::formats::rtapp::from_rtapp_json(text, "fuzz.json", &ov).ok(),
-        _ => schedlab_sim::formats::replay::workload_from_trace(text, "fuzz.trace", &ov).ok().map(|(w, _)| w),
-    };
-    let mut tasks = 0;
-    if let Some(w) = w {
-        SIMULATED.fetch_add(1, Ordering::Relaxed);
-        tasks = w.initial_tasks() as usize;
-        for sched in ["eevdf", "bfs", "bmq", "baby"] {
-            let policy = match schedlab_policies::build(sched, &w) {
-                Ok(p) => p,
-                Err(_) => continue,
-            };
-            if let Ok(report) = Engine::new(&w, policy, EngineOptions::default()).run() {
-                tasks = tasks.max(report.tasks.len());
+    let (tasks, peak) = schedlab_sim::memory::peak_during(|| {
+        let ov = Overrides { duration: Some(20_000_000), ..Overrides::default() };
+        let w: Option<Workload> = match kind {
+            "toml" => Workload::from_toml(text, "fuzz.toml", &ov).ok(),
+            "rtapp" => schedlab_sim::formats::rtapp::from_rtapp_json(text, "fuzz.json", &ov).ok(),
+            _ => schedlab_sim::formats::replay::workload_from_trace(text, "fuzz.trace", &ov).ok().map(|(w, _)| w),
+        };
+        let mut tasks = 0;
+        if let Some(w) = w {
+            SIMULATED.fetch_add(1, Ordering::Relaxed);
+            tasks = w.initial_tasks() as usize;
+            for sched in ["eevdf", "bfs", "bmq", "baby"] {
+                if let Ok(report) = schedlab_policies::simulate(&w, sched) {
+                    tasks = tasks.max(report.tasks.len());
+                }
             }
         }
-    }
+        tasks
+    });
     CASE_STARTED.store(0, Ordering::SeqCst);
-    let peak = PEAK.load(Ordering::Relaxed).saturating_sub(before);
     let bound = BASE_ALLOCATION + BYTES_PER_TASK * tasks;
     prop_assert!(
         peak <= bound,
@@ -210,9 +183,9 @@ fn mutated_inputs_read_and_simulate_without_crashing() {
         "name = \"most\"\n[[task]]\nname = \"hog\"\ncount = {}\nprogram = [{{ run = \"1s\" }}]\n",
         schedlab_sim::workload::MAX_TASKS
     );
-    let before = CURRENT.load(Ordering::Relaxed);
-    case("toml", &most).unwrap_or_else(|e| panic!("{} hogs: {e}", schedlab_sim::workload::MAX_TASKS));
-    let per_task = PEAK.load(Ordering::Relaxed).saturating_sub(before) / schedlab_sim::workload::MAX_TASKS as usize;
+    let (result, peak) = schedlab_sim::memory::peak_during(|| case("toml", &most));
+    result.unwrap_or_else(|e| panic!("{} hogs: {e}", schedlab_sim::workload::MAX_TASKS));
+    let per_task = peak / schedlab_sim::workload::MAX_TASKS as usize;
     eprintln!("fuzz: {} hogs took {per_task} bytes per task at the peak", schedlab_sim::workload::MAX_TASKS);
     let campaign = campaign_seed();
     for (index, (kind, seed)) in seeds.iter().enumerate() {

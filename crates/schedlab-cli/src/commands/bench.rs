@@ -10,50 +10,10 @@ use anyhow::{Result, anyhow};
 use rayon::prelude::*;
 use schedlab_sim::Workload;
 use schedlab_sim::workload::scaling_workload;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::Instant;
 
-/// The system allocator, counting live and peak bytes so a run's memory
-/// can be reported per task.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded unchanged to the system allocator; the
-// counters are only statistics.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(layout.size(), Relaxed) + layout.size();
-            PEAK.fetch_max(now, Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = LIVE.fetch_add(new_size - layout.size(), Relaxed) + new_size - layout.size();
-                PEAK.fetch_max(now, Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Relaxed);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: schedlab_sim::memory::CountingAllocator = schedlab_sim::memory::CountingAllocator;
 
 /// Policies whose pick is O(queued tasks) by design, as in their source.
 const LINEAR_PICKS: &[(&str, &str)] = &[
@@ -71,12 +31,10 @@ struct Measured {
 }
 
 fn measure(w: &Workload, sched: &str, tasks: usize) -> Result<Measured> {
-    let base = LIVE.load(Relaxed);
-    PEAK.store(base, Relaxed);
     let start = Instant::now();
-    let r = simulate(w, sched)?;
+    let (r, peak) = schedlab_sim::memory::peak_during(|| simulate(w, sched));
+    let r = r?;
     let wall = start.elapsed().as_secs_f64();
-    let peak = PEAK.load(Relaxed).saturating_sub(base);
     Ok(Measured {
         events: r.totals.events,
         wall,

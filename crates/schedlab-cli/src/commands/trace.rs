@@ -1,10 +1,9 @@
 //! `schedlab trace`: one simulated run written as an ftrace text or Perfetto JSON trace.
 
 use crate::args::Common;
-use crate::simulate::{load_workload, one_scheduler};
-use anyhow::{Context, Result, anyhow, bail};
+use crate::simulate::{load_workload, one_scheduler, simulate_observed};
+use anyhow::{Context, Result, bail};
 use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
-use schedlab_sim::{Engine, EngineOptions};
 
 pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, format: Option<String>) -> Result<()> {
     one_scheduler("trace", &sched)?;
@@ -19,11 +18,7 @@ pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, for
     let file = std::fs::File::create(&output)
         .with_context(|| format!("cannot create {}: check the directory exists and is writable", output.display()))?;
     let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), format);
-    let policy = schedlab_policies::build(&sched, &w).map_err(|e| anyhow!(e))?;
-    let report = Engine::new(&w, policy, EngineOptions::default())
-        .with_observer(&mut writer)
-        .run()
-        .map_err(|e| anyhow!("{sched}: {e}"))?;
+    let report = simulate_observed(&w, &sched, &mut writer)?;
     writer.finish(report.duration_ns).with_context(|| format!("writing {}", output.display()))?;
     eprintln!(
         "{} context switches of {sched} on {} written to {}",
