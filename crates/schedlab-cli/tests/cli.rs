@@ -232,8 +232,14 @@ fn a_cost_from_the_command_line_changes_the_simulation() {
 fn hostile_numbers_and_names_are_refused_not_wrapped() {
     // A u32 tunable given 2^32 used to truncate to 0; i64::MAX panicked in
     // clamp (min > max) once a task slept.
-    fails_with(&["run", "lat-ctx", "--sched", "cfs", "--set", "nr_migrate=4294967296"], "above the kernel's limit");
-    fails_with(&["run", "lat-ctx", "--set", "base_slice_ns=9223372036854775807"], "above the kernel's limit");
+    fails_with(
+        &["run", "lat-ctx", "--sched", "cfs", "--set", "nr_migrate=4294967296"],
+        "nr_migrate = 4294967296 is out of range for cfs: use 1..=4294967295",
+    );
+    fails_with(
+        &["run", "lat-ctx", "--set", "base_slice_ns=9223372036854775807"],
+        "is out of range for eevdf: use 1..=4294967295",
+    );
     fails_with(&["run", "thread-test", "--duration", "5"], "'5' has no unit");
     fails_with(&["run", "thread-test", "--duration", "0s"], "a run must last more than zero");
     fails_with(&["run", "thread-test", "--duration", "100h"], "78-hour horizon");

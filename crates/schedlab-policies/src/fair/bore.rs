@@ -32,6 +32,7 @@
 //! tasks form no process tree beyond fork; `is_idle_core` in
 //! select_idle_sibling (only SMT machines see it).
 
+use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use crate::weights::task_weight;
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{Nanos, Sys, TaskId};
@@ -49,54 +50,74 @@ pub struct BoreTunables {
     pub penalty_scale: u32,
     pub cache_lifetime: Nanos,
     pub min_base_slice_ns: u64,
+    table: Vec<TunableSpec>,
+}
+
+/// BORE's sysctls and feature with bore.c's defaults, in the order
+/// `schedlab list` shows them.
+fn table() -> Vec<TunableSpec> {
+    let spec = |name, value, min, max, help| TunableSpec { name, value, min, max, help };
+    vec![
+        spec("sched_bore", 1, 0, 1, "1: burst penalties on; 0: plain EEVDF weights"),
+        spec(
+            "sched_burst_penalty_offset",
+            24,
+            0,
+            63,
+            "log2 of the burst (ns) below which no penalty applies (24: ~16.8 ms)",
+        ),
+        spec(
+            "sched_burst_penalty_scale",
+            1536,
+            0,
+            4095,
+            "nice levels x 256 per doubling of the burst beyond the offset, /1024",
+        ),
+        spec(
+            "sched_burst_smoothness",
+            1,
+            0,
+            3,
+            "shift smoothing a rising penalty across bursts (a falling one is taken at once)",
+        ),
+        spec(
+            "RUN_TO_PARITY_BORE",
+            0,
+            0,
+            1,
+            "the running task keeps the CPU until its slice ends (replaces RUN_TO_PARITY under bore)",
+        ),
+        spec(
+            "sched_burst_cache_lifetime",
+            75_000_000,
+            0,
+            u32::MAX as i64,
+            "ns a parent's children-penalty average is reused for forks",
+        ),
+        spec("min_base_slice_ns", 2_000_000, 1, 1_000_000_000, "base_slice_ns is this rounded up to a whole tick"),
+    ]
 }
 
 impl BoreTunables {
     /// Takes BORE's names out of `set`, leaving EEVDF's.
     pub fn take(set: &mut BTreeMap<String, i64>) -> Result<BoreTunables, String> {
-        let mut t = BoreTunables {
-            sched_bore: true,
-            smoothness: 1,
-            run_to_parity: false,
-            penalty_offset: 24,
-            penalty_scale: 1536,
-            cache_lifetime: 75_000_000,
-            min_base_slice_ns: 2_000_000,
-        };
-        let mut get = |name: &str, min: i64, max: i64| -> Result<Option<i64>, String> {
-            match set.remove(name) {
-                None => Ok(None),
-                Some(v) if v < min || v > max => {
-                    Err(format!("{name} = {v} is out of range for bore: use {min}..={max}"))
-                }
-                Some(v) => Ok(Some(v)),
-            }
-        };
-        if let Some(v) = get("sched_bore", 0, 1)? {
-            t.sched_bore = v != 0;
-        }
-        if let Some(v) = get("sched_burst_smoothness", 0, 3)? {
-            t.smoothness = v as u32;
-        }
-        if let Some(v) = get("RUN_TO_PARITY_BORE", 0, 1)? {
-            t.run_to_parity = v != 0;
-        }
-        if let Some(v) = get("sched_burst_penalty_offset", 0, 63)? {
-            t.penalty_offset = v as u32;
-        }
-        if let Some(v) = get("sched_burst_penalty_scale", 0, 4095)? {
-            t.penalty_scale = v as u32;
-        }
-        if let Some(v) = get("sched_burst_cache_lifetime", 0, u32::MAX as i64)? {
-            t.cache_lifetime = v as Nanos;
-        }
-        if let Some(v) = get("min_base_slice_ns", 1, 1_000_000_000)? {
-            t.min_base_slice_ns = v as u64;
-        }
+        let mut table = table();
+        let mine = take_own(&table, set);
+        apply_tunables("bore", &mut table, &mine)?;
         if set.contains_key("base_slice_ns") {
             return Err("base_slice_ns is read-only under bore: set min_base_slice_ns (rounded up to a tick)".into());
         }
-        Ok(t)
+        let v = |name| value_of(&table, name);
+        Ok(BoreTunables {
+            sched_bore: v("sched_bore") != 0,
+            smoothness: v("sched_burst_smoothness") as u32,
+            run_to_parity: v("RUN_TO_PARITY_BORE") != 0,
+            penalty_offset: v("sched_burst_penalty_offset") as u32,
+            penalty_scale: v("sched_burst_penalty_scale") as u32,
+            cache_lifetime: v("sched_burst_cache_lifetime") as Nanos,
+            min_base_slice_ns: v("min_base_slice_ns") as u64,
+            table,
+        })
     }
 
     /// base_slice_ns = the first multiple of the tick at or above min_base_slice_ns.
@@ -105,44 +126,7 @@ impl BoreTunables {
     }
 
     pub fn list(&self) -> Vec<schedlab_sim::Tunable> {
-        use schedlab_sim::Tunable;
-        vec![
-            Tunable {
-                name: "sched_bore",
-                value: self.sched_bore as i64,
-                help: "1: burst penalties on; 0: plain EEVDF weights",
-            },
-            Tunable {
-                name: "sched_burst_penalty_offset",
-                value: self.penalty_offset as i64,
-                help: "log2 of the burst (ns) below which no penalty applies (24: ~16.8 ms)",
-            },
-            Tunable {
-                name: "sched_burst_penalty_scale",
-                value: self.penalty_scale as i64,
-                help: "nice levels x 256 per doubling of the burst beyond the offset, /1024",
-            },
-            Tunable {
-                name: "sched_burst_smoothness",
-                value: self.smoothness as i64,
-                help: "shift smoothing a rising penalty across bursts (a falling one is taken at once)",
-            },
-            Tunable {
-                name: "RUN_TO_PARITY_BORE",
-                value: self.run_to_parity as i64,
-                help: "the running task keeps the CPU until its slice ends (replaces RUN_TO_PARITY under bore)",
-            },
-            Tunable {
-                name: "sched_burst_cache_lifetime",
-                value: self.cache_lifetime as i64,
-                help: "ns a parent's children-penalty average is reused for forks",
-            },
-            Tunable {
-                name: "min_base_slice_ns",
-                value: self.min_base_slice_ns as i64,
-                help: "base_slice_ns is this rounded up to a whole tick",
-            },
-        ]
+        list_tunables(&self.table)
     }
 }
 

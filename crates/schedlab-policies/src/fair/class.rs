@@ -19,7 +19,7 @@ impl Policy for Fair {
     }
 
     fn tunables(&self) -> Vec<Tunable> {
-        let mut all = self.tun.clone().list(self.variant);
+        let mut all = self.tun.list();
         if let Some(b) = &self.bore {
             all.extend(b.list());
         }

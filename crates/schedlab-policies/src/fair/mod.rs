@@ -228,8 +228,8 @@ impl Fair {
         let b = BoreTunables::take(&mut set)?;
         let mut f = Self::with_tunables(Variant::Eevdf, w, &set).map_err(|e| e.replace("for eevdf", "for bore"))?;
         // BORE: SCHED_TUNABLESCALING_NONE, base slice a whole number of ticks.
-        f.tun.tunable_scaling = 0;
-        f.tun.base_slice_ns = b.base_slice(f.tick);
+        f.tun.set("sched_tunable_scaling", 0);
+        f.tun.set("base_slice_ns", b.base_slice(f.tick) as i64);
         for e in &mut f.ents {
             e.slice = f.tun.base_slice_ns;
         }
@@ -249,10 +249,10 @@ impl Fair {
         let mut f = Self::with_tunables(Variant::Cfs, w, &set)?;
         f.cacule = Some(c);
         if !own_cost {
-            f.tun.migration_cost_ns = 200_000;
+            f.tun.set("migration_cost_ns", 200_000);
         }
         // The patch takes SIS_UTIL out (SIS_PROP is back on).
-        f.tun.features.sis_util = false;
+        f.tun.set("SIS_UTIL", 0);
         f.rdb = Some(rdb::Rdb::new(w, c_interval));
         f.lb = Some(Balancer::new(
             &w.machine.topology,
@@ -286,8 +286,8 @@ impl Fair {
     /// One error naming every tunable a CFS-based patch knows (CFS's own
     /// check would name only CFS's).
     fn refuse_unknown(policy: &str, w: &Workload, own: &[Tunable], hides: fn(&str) -> bool) -> Result<(), String> {
-        let mut cfs = FairTunables::new(Variant::Cfs, w.nr_cpus(), &Default::default())?;
-        let mut known: Vec<&str> = cfs.list(Variant::Cfs).iter().map(|t| t.name).filter(|n| !hides(n)).collect();
+        let cfs = FairTunables::new(Variant::Cfs, w.nr_cpus(), &Default::default())?;
+        let mut known: Vec<&str> = cfs.list().iter().map(|t| t.name).filter(|n| !hides(n)).collect();
         known.extend(own.iter().map(|t| t.name));
         match w.tunables.keys().find(|k| !known.contains(&k.as_str())) {
             Some(name) => Err(format!("unknown tunable '{name}' for {policy}: known are {}", known.join(", "))),

@@ -2,6 +2,7 @@
 //! with defaults scaled by sysctl_sched_tunable_scaling as at boot
 //! (update_sysctl / get_update_sysctl_factor in kernel/sched/fair.c).
 
+use crate::common::{TunableSpec, apply_tunables, list_tunables};
 use schedlab_sim::Tunable;
 use std::collections::BTreeMap;
 
@@ -25,6 +26,9 @@ pub struct FairTunables {
     pub nr_migrate: u32,
     pub sched_cfs_bandwidth_slice_us: u64,
     pub features: Features,
+    /// Every tunable of the variant, with the value in force, as
+    /// `schedlab list` shows them.
+    table: Vec<TunableSpec>,
 }
 
 /// sched_features (kernel/sched/features.h) that change decisions here.
@@ -71,48 +75,82 @@ impl Features {
         }
     }
 
-    fn table(&mut self, v: Variant) -> Vec<(&'static str, &mut bool, &'static str)> {
+    /// The features of variant `v` under their features.h names, with
+    /// their help, in the order `schedlab list` shows them.
+    fn names(v: Variant) -> Vec<(&'static str, &'static str)> {
         let mut all = vec![
-            ("NEXT_BUDDY", &mut self.next_buddy, "prefer the task just woken"),
-            ("WAKEUP_PREEMPTION", &mut self.wakeup_preemption, "let a waking task preempt the running one"),
-            ("HRTICK", &mut self.hrtick, "end slices with a high-resolution timer, not at the next tick"),
-            (
-                "SIS_UTIL",
-                &mut self.sis_util,
-                "a wakeup scans fewer CPUs for an idle one the busier the LLC is, none from 85% (6.0+)",
-            ),
+            ("NEXT_BUDDY", "prefer the task just woken"),
+            ("WAKEUP_PREEMPTION", "let a waking task preempt the running one"),
+            ("HRTICK", "end slices with a high-resolution timer, not at the next tick"),
+            ("SIS_UTIL", "a wakeup scans fewer CPUs for an idle one the busier the LLC is, none from 85% (6.0+)"),
         ];
         match v {
             Variant::Cfs => all.extend([
-                ("GENTLE_FAIR_SLEEPERS", &mut self.gentle_fair_sleepers, "sleeper credit is half of sched_latency"),
-                ("START_DEBIT", &mut self.start_debit, "new tasks start one vslice behind"),
-                ("LAST_BUDDY", &mut self.last_buddy, "prefer the task preempted at wakeup"),
-                (
-                    "ALT_PERIOD",
-                    &mut self.alt_period,
-                    "the period counts every task on the CPU, not the entity's cfs_rq (5.13+; off = 5.12)",
-                ),
-                ("BASE_SLICE", &mut self.base_slice, "no slice below sched_min_granularity (5.13+; off = 5.12)"),
+                ("GENTLE_FAIR_SLEEPERS", "sleeper credit is half of sched_latency"),
+                ("START_DEBIT", "new tasks start one vslice behind"),
+                ("LAST_BUDDY", "prefer the task preempted at wakeup"),
+                ("ALT_PERIOD", "the period counts every task on the CPU, not the entity's cfs_rq (5.13+; off = 5.12)"),
+                ("BASE_SLICE", "no slice below sched_min_granularity (5.13+; off = 5.12)"),
             ]),
             Variant::Eevdf => all.extend([
-                ("PLACE_LAG", &mut self.place_lag, "a waking task keeps its lag"),
-                (
-                    "PLACE_DEADLINE_INITIAL",
-                    &mut self.place_deadline_initial,
-                    "a new task gets half a slice to its deadline",
-                ),
-                ("PLACE_REL_DEADLINE", &mut self.place_rel_deadline, "a migrating task keeps its relative deadline"),
-                (
-                    "RUN_TO_PARITY",
-                    &mut self.run_to_parity,
-                    "the running task keeps the CPU until its protected slice ends",
-                ),
-                ("PREEMPT_SHORT", &mut self.preempt_short, "a task with a shorter slice may cut that protection"),
-                ("DELAY_DEQUEUE", &mut self.delay_dequeue, "a sleeper with negative lag stays queued until it is paid"),
-                ("DELAY_ZERO", &mut self.delay_zero, "a delayed task's positive lag is dropped"),
+                ("PLACE_LAG", "a waking task keeps its lag"),
+                ("PLACE_DEADLINE_INITIAL", "a new task gets half a slice to its deadline"),
+                ("PLACE_REL_DEADLINE", "a migrating task keeps its relative deadline"),
+                ("RUN_TO_PARITY", "the running task keeps the CPU until its protected slice ends"),
+                ("PREEMPT_SHORT", "a task with a shorter slice may cut that protection"),
+                ("DELAY_DEQUEUE", "a sleeper with negative lag stays queued until it is paid"),
+                ("DELAY_ZERO", "a delayed task's positive lag is dropped"),
             ]),
         }
         all
+    }
+
+    /// A feature's value by name.
+    fn get(&self, name: &str) -> bool {
+        match name {
+            "NEXT_BUDDY" => self.next_buddy,
+            "WAKEUP_PREEMPTION" => self.wakeup_preemption,
+            "HRTICK" => self.hrtick,
+            "SIS_UTIL" => self.sis_util,
+            "GENTLE_FAIR_SLEEPERS" => self.gentle_fair_sleepers,
+            "START_DEBIT" => self.start_debit,
+            "LAST_BUDDY" => self.last_buddy,
+            "ALT_PERIOD" => self.alt_period,
+            "BASE_SLICE" => self.base_slice,
+            "PLACE_LAG" => self.place_lag,
+            "PLACE_DEADLINE_INITIAL" => self.place_deadline_initial,
+            "PLACE_REL_DEADLINE" => self.place_rel_deadline,
+            "RUN_TO_PARITY" => self.run_to_parity,
+            "PREEMPT_SHORT" => self.preempt_short,
+            "DELAY_DEQUEUE" => self.delay_dequeue,
+            "DELAY_ZERO" => self.delay_zero,
+            other => unreachable!("no feature {other}"),
+        }
+    }
+
+    /// The features as set in `table`; those the variant does not have keep
+    /// its defaults.
+    fn from_table(v: Variant, table: &[TunableSpec]) -> Features {
+        let d = Features::defaults(v);
+        let f = |name: &str, default: bool| table.iter().find(|s| s.name == name).map_or(default, |s| s.value != 0);
+        Features {
+            gentle_fair_sleepers: f("GENTLE_FAIR_SLEEPERS", d.gentle_fair_sleepers),
+            start_debit: f("START_DEBIT", d.start_debit),
+            alt_period: f("ALT_PERIOD", d.alt_period),
+            base_slice: f("BASE_SLICE", d.base_slice),
+            next_buddy: f("NEXT_BUDDY", d.next_buddy),
+            last_buddy: f("LAST_BUDDY", d.last_buddy),
+            wakeup_preemption: f("WAKEUP_PREEMPTION", d.wakeup_preemption),
+            hrtick: f("HRTICK", d.hrtick),
+            place_lag: f("PLACE_LAG", d.place_lag),
+            place_deadline_initial: f("PLACE_DEADLINE_INITIAL", d.place_deadline_initial),
+            place_rel_deadline: f("PLACE_REL_DEADLINE", d.place_rel_deadline),
+            run_to_parity: f("RUN_TO_PARITY", d.run_to_parity),
+            preempt_short: f("PREEMPT_SHORT", d.preempt_short),
+            delay_dequeue: f("DELAY_DEQUEUE", d.delay_dequeue),
+            delay_zero: f("DELAY_ZERO", d.delay_zero),
+            sis_util: f("SIS_UTIL", d.sis_util),
+        }
     }
 }
 
@@ -126,76 +164,121 @@ pub fn scaling_factor(scaling: i64, nr_cpus: u32) -> u64 {
     }
 }
 
+/// Every one of the fair class's sysctls and debugfs files is an unsigned
+/// int in the kernel: refused above that, not truncated.
+const KERNEL_UINT_MAX: i64 = u32::MAX as i64;
+
 impl FairTunables {
     pub fn new(v: Variant, nr_cpus: u32, set: &BTreeMap<String, i64>) -> Result<FairTunables, String> {
         let scaling = *set.get("sched_tunable_scaling").unwrap_or(&1);
         if !(0..=2).contains(&scaling) {
             return Err("sched_tunable_scaling is 0 (none), 1 (log, the default) or 2 (linear)".into());
         }
-        let f = scaling_factor(scaling, nr_cpus);
-        let mut t = FairTunables {
+        let factor = scaling_factor(scaling, nr_cpus);
+        let mut table = Self::table(v, scaling, factor);
+        apply_tunables(
+            match v {
+                Variant::Cfs => "cfs",
+                Variant::Eevdf => "eevdf",
+            },
+            &mut table,
+            set,
+        )?;
+        // A variant's own tunables from the table; the other variant's keep
+        // their scaled defaults (a group entity's slice under CFS is
+        // base_slice_ns, as the kernel's se->slice is sysctl_sched_base_slice).
+        let n = |name, default: u64| table.iter().find(|s| s.name == name).map_or(default, |s| s.value as u64);
+        Ok(FairTunables {
             tunable_scaling: scaling,
-            sched_latency_ns: 6_000_000 * f,
-            sched_min_granularity_ns: 750_000 * f,
-            sched_wakeup_granularity_ns: 1_000_000 * f,
+            sched_latency_ns: n("sched_latency_ns", 6_000_000 * factor),
+            sched_min_granularity_ns: n("sched_min_granularity_ns", 750_000 * factor),
+            sched_wakeup_granularity_ns: n("sched_wakeup_granularity_ns", 1_000_000 * factor),
+            base_slice_ns: n("base_slice_ns", 700_000 * factor),
+            sched_child_runs_first: n("sched_child_runs_first", 0) != 0,
+            migration_cost_ns: n("migration_cost_ns", 0),
+            nr_migrate: n("nr_migrate", 0) as u32,
+            sched_cfs_bandwidth_slice_us: n("sched_cfs_bandwidth_slice_us", 0),
+            features: Features::from_table(v, &table),
+            table,
+        })
+    }
+
+    /// The variant's tunables with their defaults, the *_ns ones scaled by
+    /// `factor` (sched_tunable_scaling's, as at boot).
+    fn table(v: Variant, scaling: i64, factor: u64) -> Vec<TunableSpec> {
+        let spec =
+            |name, value: u64, min, help| TunableSpec { name, value: value as i64, min, max: KERNEL_UINT_MAX, help };
+        let mut out = vec![TunableSpec {
+            name: "sched_tunable_scaling",
+            value: scaling,
+            min: 0,
+            max: 2,
+            help: "0 none, 1 log (default), 2 linear: scales the *_ns defaults by CPU count",
+        }];
+        match v {
+            Variant::Cfs => out.extend([
+                spec(
+                    "sched_latency_ns",
+                    6_000_000 * factor,
+                    1,
+                    "targeted preemption latency for CPU-bound tasks (6ms x scaling)",
+                ),
+                spec(
+                    "sched_min_granularity_ns",
+                    750_000 * factor,
+                    1,
+                    "minimal preemption granularity (0.75ms x scaling)",
+                ),
+                spec(
+                    "sched_wakeup_granularity_ns",
+                    1_000_000 * factor,
+                    1,
+                    "vruntime lead a waking task needs to preempt (1ms x scaling)",
+                ),
+                TunableSpec {
+                    name: "sched_child_runs_first",
+                    value: 0,
+                    min: 0,
+                    max: 1,
+                    help: "a forked child runs before its parent",
+                },
+            ]),
             // 6.12.y: 0.70 ms (the 6.15 change backported to the stable
-            // series by 2ae891b8); 6.12.117, booted as eevdf-6.12,
-            // reads 1400000 at 2 CPUs and 2100000 at 4.
-            base_slice_ns: 700_000 * f,
-            sched_child_runs_first: false,
-            migration_cost_ns: 500_000,
-            nr_migrate: 32,
-            sched_cfs_bandwidth_slice_us: 5_000,
-            features: Features::defaults(v),
-        };
-        let known = t.list(v).into_iter().map(|x| x.name).collect::<Vec<_>>();
-        for (name, &value) in set {
-            // Every one of these is an unsigned int in the kernel (a u32
-            // debugfs file or sysctl): refused above that, not truncated.
-            let in_u32 = |low: i64, what: &str| -> Result<u64, String> {
-                if value < low {
-                    Err(format!("{name} = {value}: {what} must be at least {low}"))
-                } else if value > u32::MAX as i64 {
-                    Err(format!("{name} = {value} is above the kernel's limit of {} (an unsigned int)", u32::MAX))
-                } else {
-                    Ok(value as u64)
-                }
-            };
-            let positive = |what: &str| in_u32(1, what);
-            match (v, name.as_str()) {
-                (_, "sched_tunable_scaling") => {}
-                (Variant::Cfs, "sched_latency_ns") => t.sched_latency_ns = positive("a latency")?,
-                (Variant::Cfs, "sched_min_granularity_ns") => t.sched_min_granularity_ns = positive("a granularity")?,
-                (Variant::Cfs, "sched_wakeup_granularity_ns") => {
-                    t.sched_wakeup_granularity_ns = positive("a granularity")?
-                }
-                (Variant::Cfs, "sched_child_runs_first") => t.sched_child_runs_first = value != 0,
-                (Variant::Eevdf, "base_slice_ns") => t.base_slice_ns = positive("a slice")?,
-                (_, "migration_cost_ns") => t.migration_cost_ns = in_u32(0, "a cost")?,
-                (_, "nr_migrate") => t.nr_migrate = positive("nr_migrate")? as u32,
-                (_, "sched_cfs_bandwidth_slice_us") => t.sched_cfs_bandwidth_slice_us = positive("a slice")?,
-                (_, feature) => {
-                    let mut found = false;
-                    for (fname, slot, _) in t.features.table(v) {
-                        if fname == feature {
-                            *slot = value != 0;
-                            found = true;
-                        }
-                    }
-                    if !found {
-                        return Err(format!(
-                            "unknown tunable '{feature}' for {}: known are {}",
-                            match v {
-                                Variant::Cfs => "cfs",
-                                Variant::Eevdf => "eevdf",
-                            },
-                            known.join(", ")
-                        ));
-                    }
-                }
-            }
+            // series by 2ae891b8); 6.12.117, booted as eevdf-6.12, reads
+            // 1400000 at 2 CPUs and 2100000 at 4.
+            Variant::Eevdf => out.push(spec(
+                "base_slice_ns",
+                700_000 * factor,
+                1,
+                "request size of every task without a custom slice (0.70ms x scaling, 6.12.y)",
+            )),
         }
-        Ok(t)
+        out.extend([
+            spec("migration_cost_ns", 500_000, 0, "a task that ran this recently is cache hot and not migrated"),
+            spec("nr_migrate", 32, 1, "tasks looked at per balance"),
+            spec("sched_cfs_bandwidth_slice_us", 5_000, 1, "runtime a CPU takes from a cpu.max pool at once"),
+        ]);
+        let defaults = Features::defaults(v);
+        for (name, help) in Features::names(v) {
+            out.push(TunableSpec { name, value: defaults.get(name) as i64, min: 0, max: 1, help });
+        }
+        out
+    }
+
+    /// A patch's own value for one of the fair class's tunables (BORE's
+    /// scaling and tick-rounded base slice, CacULE's migration cost and
+    /// SIS_UTIL): in force, and shown by `schedlab list` and reports.
+    pub fn set(&mut self, name: &str, value: i64) {
+        if let Some(s) = self.table.iter_mut().find(|s| s.name == name) {
+            s.value = value;
+        }
+        match name {
+            "sched_tunable_scaling" => self.tunable_scaling = value,
+            "base_slice_ns" => self.base_slice_ns = value as u64,
+            "migration_cost_ns" => self.migration_cost_ns = value as u64,
+            "SIS_UTIL" => self.features.sis_util = value != 0,
+            other => unreachable!("no patch sets {other}"),
+        }
     }
 
     /// sched_nr_latency = sched_latency / sched_min_granularity.
@@ -203,58 +286,8 @@ impl FairTunables {
         (self.sched_latency_ns / self.sched_min_granularity_ns.max(1)).max(1)
     }
 
-    pub fn list(&mut self, v: Variant) -> Vec<Tunable> {
-        let mut out = vec![Tunable {
-            name: "sched_tunable_scaling",
-            value: self.tunable_scaling,
-            help: "0 none, 1 log (default), 2 linear: scales the *_ns defaults by CPU count",
-        }];
-        match v {
-            Variant::Cfs => out.extend([
-                Tunable {
-                    name: "sched_latency_ns",
-                    value: self.sched_latency_ns as i64,
-                    help: "targeted preemption latency for CPU-bound tasks (6ms x scaling)",
-                },
-                Tunable {
-                    name: "sched_min_granularity_ns",
-                    value: self.sched_min_granularity_ns as i64,
-                    help: "minimal preemption granularity (0.75ms x scaling)",
-                },
-                Tunable {
-                    name: "sched_wakeup_granularity_ns",
-                    value: self.sched_wakeup_granularity_ns as i64,
-                    help: "vruntime lead a waking task needs to preempt (1ms x scaling)",
-                },
-                Tunable {
-                    name: "sched_child_runs_first",
-                    value: self.sched_child_runs_first as i64,
-                    help: "a forked child runs before its parent",
-                },
-            ]),
-            Variant::Eevdf => out.push(Tunable {
-                name: "base_slice_ns",
-                value: self.base_slice_ns as i64,
-                help: "request size of every task without a custom slice (0.70ms x scaling, 6.12.y)",
-            }),
-        }
-        out.extend([
-            Tunable {
-                name: "migration_cost_ns",
-                value: self.migration_cost_ns as i64,
-                help: "a task that ran this recently is cache hot and not migrated",
-            },
-            Tunable { name: "nr_migrate", value: self.nr_migrate as i64, help: "tasks looked at per balance" },
-            Tunable {
-                name: "sched_cfs_bandwidth_slice_us",
-                value: self.sched_cfs_bandwidth_slice_us as i64,
-                help: "runtime a CPU takes from a cpu.max pool at once",
-            },
-        ]);
-        for (name, slot, help) in self.features.table(v) {
-            out.push(Tunable { name, value: *slot as i64, help });
-        }
-        out
+    pub fn list(&self) -> Vec<Tunable> {
+        list_tunables(&self.table)
     }
 }
 
