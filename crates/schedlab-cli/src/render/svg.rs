@@ -547,26 +547,13 @@ pub fn task_color(task: u32) -> String {
     format!("hsl({hue:.0},62%,{}%)", 45 + (task % 3) * 8)
 }
 
-/// Which task ran on which CPU between `from` and `to`: one row per CPU,
-/// one pixel column per (to - from) / width; where several tasks share a
-/// column the one that ran longest in it is drawn.
 /// Tasks named in a timeline's legend, and the legend's columns.
 const LEGEND_TASKS: usize = 18;
 const LEGEND_COLS: usize = 6;
 
-pub fn timeline(
-    title: &str,
-    cpus: u32,
-    from: u64,
-    to: u64,
-    segments: &[Segment],
-    name: &dyn Fn(u32) -> String,
-) -> String {
-    let columns = 1000usize;
-    let row_h = (200.0 / cpus.max(1) as f64).clamp(3.0, 18.0);
-    let (x0, y0) = (55.0, 28.0);
-    let (w, h) = (x0 + columns as f64 + 15.0, y0 + row_h * cpus as f64 + 32.0);
-    let span = (to.saturating_sub(from)).max(1) as f64;
+/// Per CPU and column of a timeline `columns` wide over `span` ns from
+/// `from`: the task that ran longest in it (u32::MAX: idle).
+fn dominant_tasks(cpus: u32, from: u64, span: f64, columns: usize, segments: &[Segment]) -> Vec<Vec<u32>> {
     // Per CPU and column: how long each task ran in it.
     let mut acc: Vec<Vec<Vec<(u32, f64)>>> = vec![vec![Vec::new(); columns]; cpus as usize];
     for s in segments.iter().filter(|s| s.cpu < cpus) {
@@ -584,8 +571,7 @@ pub fn timeline(
         }
     }
     // Per CPU and column: the task that ran longest in it (u32::MAX: idle).
-    let dominant: Vec<Vec<u32>> = acc
-        .iter()
+    acc.iter()
         .map(|cols| {
             cols.iter()
                 .map(|cell| {
@@ -593,7 +579,26 @@ pub fn timeline(
                 })
                 .collect()
         })
-        .collect();
+        .collect()
+}
+
+/// Which task ran on which CPU between `from` and `to`: one row per CPU,
+/// one pixel column per (to - from) / width; where several tasks share a
+/// column the one that ran longest in it is drawn.
+pub fn timeline(
+    title: &str,
+    cpus: u32,
+    from: u64,
+    to: u64,
+    segments: &[Segment],
+    name: &dyn Fn(u32) -> String,
+) -> String {
+    let columns = 1000usize;
+    let row_h = (200.0 / cpus.max(1) as f64).clamp(3.0, 18.0);
+    let (x0, y0) = (55.0, 28.0);
+    let (w, h) = (x0 + columns as f64 + 15.0, y0 + row_h * cpus as f64 + 32.0);
+    let span = (to.saturating_sub(from)).max(1) as f64;
+    let dominant = dominant_tasks(cpus, from, span, columns, segments);
     // The legend: the tasks that fill most of the window, by columns.
     let mut shown: Vec<(u32, usize)> = Vec::new();
     for &t in dominant.iter().flatten().filter(|&&t| t != u32::MAX) {

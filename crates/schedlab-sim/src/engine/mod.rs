@@ -10,7 +10,7 @@ use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, 
 use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
 use crate::time::Nanos;
 use crate::topology::CpuId;
-use crate::workload::{ChanId, CondId, Op, SchedPolicy, TaskSpecId, Workload};
+use crate::workload::{BarrierId, ChanId, CondId, Op, SchedPolicy, TaskSpecId, TimerMode, Workload};
 use queue::EventQueue;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -648,22 +648,9 @@ impl<'w> Engine<'w> {
                     return;
                 }
                 Op::Timer { period, slot, mode } => {
-                    let (period, slot) = (*period, *slot as usize);
-                    if prog.timer_next.len() <= slot {
-                        prog.timer_next.resize(slot + 1, None);
+                    if self.timer_op(cpu, t, *period, *slot as usize, *mode) {
+                        return;
                     }
-                    let started = prog.stats.created;
-                    let next = match mode.next_expiry(prog.timer_next[slot], period, started, now) {
-                        Ok(next) => next,
-                        Err(last) => {
-                            // rt-app does not sleep for a missed expiry.
-                            prog.timer_next[slot] = Some(last);
-                            continue;
-                        }
-                    };
-                    prog.timer_next[slot] = Some(next);
-                    self.block(cpu, t, Some(next), false);
-                    return;
                 }
                 Op::Wait(ch) => {
                     let chan = &mut self.chans[*ch as usize];
@@ -687,52 +674,18 @@ impl<'w> Engine<'w> {
                 Op::CondSignal(c) => self.cond_wake(t, *c, false),
                 Op::CondBroadcast(c) => self.cond_wake(t, *c, true),
                 Op::Barrier(b) => {
-                    let barrier = &mut self.barriers[*b as usize];
-                    if barrier.waiting.len() as u32 + 1 < barrier.users {
-                        barrier.waiting.push(t);
-                        self.block(cpu, t, None, true);
+                    if self.barrier_op(cpu, t, *b) {
                         return;
-                    }
-                    // The last arrival releases the others and goes on.
-                    for w in std::mem::take(&mut barrier.waiting) {
-                        self.wake(w, Some(t), false);
                     }
                 }
                 Op::Yield => {
-                    prog.remaining = self.w.machine.costs.syscall.max(1);
-                    if self.is_rt(t) {
-                        self.rt.requeue_tail(cpu, t);
-                    } else {
-                        self.policy.yield_task(&mut self.sys, cpu, t);
-                    }
-                    let at = now + self.progs[t as usize].remaining;
-                    let epoch = self.cpu_run[cpu as usize].epoch;
-                    self.push(at, Kind::BurstEnd(cpu, epoch));
-                    self.sys.resched(cpu);
+                    self.yield_op(cpu, t);
                     return;
                 }
                 Op::Fork(spec_id) => {
-                    let clone_cost = self.w.machine.costs.fork;
-                    if clone_cost > 0 && !prog.fork_paid {
-                        // clone() runs in the parent before the child is
-                        // runnable: pay for it, then take this step again.
-                        prog.fork_paid = true;
-                        prog.pc -= 1;
-                        prog.remaining += clone_cost;
-                        prog.penalty += clone_cost;
-                        let at = now + prog.remaining;
-                        let epoch = self.cpu_run[cpu as usize].epoch;
-                        self.push(at, Kind::BurstEnd(cpu, epoch));
+                    if self.fork_op(cpu, t, *spec_id) {
                         return;
                     }
-                    prog.fork_paid = false;
-                    if self.sys.tasks.len() as u64 >= self.opts.task_limit {
-                        self.error =
-                            Some(SimError::TooManyTasks { task: spec.name.clone(), limit: self.opts.task_limit });
-                        return;
-                    }
-                    let child = self.create_task(*spec_id, Some(t));
-                    self.wake(child, Some(t), true);
                 }
                 Op::Exit => {
                     self.exit(cpu, t);
@@ -759,6 +712,88 @@ impl<'w> Engine<'w> {
                 }
             }
         }
+    }
+
+    /// A timer op: sleeps until the next expiry, or (rt-app's rule for a
+    /// missed one) goes on at once. Whether the task stopped.
+    fn timer_op(&mut self, cpu: CpuId, t: TaskId, period: Nanos, slot: usize, mode: TimerMode) -> bool {
+        let now = self.sys.now;
+        let prog = &mut self.progs[t as usize];
+        if prog.timer_next.len() <= slot {
+            prog.timer_next.resize(slot + 1, None);
+        }
+        let started = prog.stats.created;
+        let next = match mode.next_expiry(prog.timer_next[slot], period, started, now) {
+            Ok(next) => next,
+            Err(last) => {
+                // rt-app does not sleep for a missed expiry.
+                prog.timer_next[slot] = Some(last);
+                return false;
+            }
+        };
+        prog.timer_next[slot] = Some(next);
+        self.block(cpu, t, Some(next), false);
+        true
+    }
+
+    /// A barrier op: waits for the other users, or, the last to arrive,
+    /// releases them and goes on. Whether the task stopped.
+    fn barrier_op(&mut self, cpu: CpuId, t: TaskId, b: BarrierId) -> bool {
+        let barrier = &mut self.barriers[b as usize];
+        if barrier.waiting.len() as u32 + 1 < barrier.users {
+            barrier.waiting.push(t);
+            self.block(cpu, t, None, true);
+            return true;
+        }
+        for w in std::mem::take(&mut barrier.waiting) {
+            self.wake(w, Some(t), false);
+        }
+        false
+    }
+
+    /// sched_yield: the syscall's cost on the CPU, and the class decides
+    /// where the task goes in its queue.
+    fn yield_op(&mut self, cpu: CpuId, t: TaskId) {
+        self.progs[t as usize].remaining = self.w.machine.costs.syscall.max(1);
+        if self.is_rt(t) {
+            self.rt.requeue_tail(cpu, t);
+        } else {
+            self.policy.yield_task(&mut self.sys, cpu, t);
+        }
+        let at = self.sys.now + self.progs[t as usize].remaining;
+        let epoch = self.cpu_run[cpu as usize].epoch;
+        self.push(at, Kind::BurstEnd(cpu, epoch));
+        self.sys.resched(cpu);
+    }
+
+    /// A fork op: clone()'s cost in the parent first (the op is taken again
+    /// once it is paid), then the child, woken as a new task. Whether the
+    /// parent stopped.
+    fn fork_op(&mut self, cpu: CpuId, t: TaskId, spec_id: TaskSpecId) -> bool {
+        let now = self.sys.now;
+        let clone_cost = self.w.machine.costs.fork;
+        let prog = &mut self.progs[t as usize];
+        if clone_cost > 0 && !prog.fork_paid {
+            // clone() runs in the parent before the child is
+            // runnable: pay for it, then take this step again.
+            prog.fork_paid = true;
+            prog.pc -= 1;
+            prog.remaining += clone_cost;
+            prog.penalty += clone_cost;
+            let at = now + prog.remaining;
+            let epoch = self.cpu_run[cpu as usize].epoch;
+            self.push(at, Kind::BurstEnd(cpu, epoch));
+            return true;
+        }
+        prog.fork_paid = false;
+        if self.sys.tasks.len() as u64 >= self.opts.task_limit {
+            let task = self.w.tasks[self.sys.tasks[t as usize].spec as usize].name.clone();
+            self.error = Some(SimError::TooManyTasks { task, limit: self.opts.task_limit });
+            return true;
+        }
+        let child = self.create_task(spec_id, Some(t));
+        self.wake(child, Some(t), true);
+        false
     }
 
     fn signal(&mut self, waker: TaskId, ch: ChanId) {
