@@ -14,6 +14,9 @@ pub mod weights;
 pub use common::{TunableSpec, apply_tunables, list_tunables, value_of};
 use schedlab_sim::{Engine, EngineOptions, Observer, Policy, Report, Workload};
 
+/// How a built-in policy is made for a workload.
+pub type Constructor = fn(&Workload) -> Result<Box<dyn Policy>, String>;
+
 /// A policy schedlab can build, with the source version it follows.
 pub struct PolicyInfo {
     pub name: &'static str,
@@ -31,6 +34,12 @@ pub struct PolicyInfo {
     /// For a policy without a bootable kernel: what its model was audited
     /// against line by line (docs/schedulers.md lists what was checked).
     pub audit: Option<&'static str>,
+    /// Where its pick costs O(queued tasks) by design, as in its source:
+    /// why (`schedlab bench` says so beside its figures).
+    pub linear_pick: Option<&'static str>,
+    /// Builds it for a workload (its CPUs, groups, tunables); None for a
+    /// registered policy, built by its [`UserPolicy::build`].
+    pub build: Option<Constructor>,
 }
 
 pub const POLICIES: &[PolicyInfo] = &[
@@ -42,6 +51,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("cfs-6.1", "Linux 6.1.192")),
         boot_args: &[],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(fair::Fair::new(fair::Variant::Cfs, w)?))),
     },
     PolicyInfo {
         name: "eevdf",
@@ -51,6 +62,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("eevdf-6.12", "Linux 6.12.117")),
         boot_args: &[],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?))),
     },
     PolicyInfo {
         name: "bore",
@@ -60,6 +73,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("bore-6.12", "BORE 6.5.5 on Linux 6.12.117")),
         boot_args: &[],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(fair::Fair::new_bore(w)?))),
     },
     PolicyInfo {
         name: "bfs",
@@ -69,6 +84,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: None,
         boot_args: &[],
         audit: None,
+        linear_pick: Some("earliest_deadline_task walks the global queue past tasks other CPUs cannot take"),
+        build: Some(|w| Ok(Box::new(bfs::Bfs::new(w)?))),
     },
     PolicyInfo {
         name: "muqss",
@@ -79,6 +96,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         // Built with RQ_NONE; the model's default is MuQSS's own (mc).
         boot_args: &["rqshare=mc"],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(muqss::Muqss::new(w)?))),
     },
     PolicyInfo {
         name: "bmq",
@@ -88,6 +107,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("bmq-6.12", "Project C v6.12-r1 (BMQ) on Linux 6.12.117")),
         boot_args: &[],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(projc::ProjectC::new(projc::Flavour::Bmq, w)?))),
     },
     PolicyInfo {
         name: "pds",
@@ -97,6 +118,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("pds-6.12", "Project C v6.12-r1 (PDS) on Linux 6.12.117")),
         boot_args: &[],
         audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(projc::ProjectC::new(projc::Flavour::Pds, w)?))),
     },
     PolicyInfo {
         name: "cacule",
@@ -106,6 +129,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("cacule-6.1", "CacULE (RDB) v6.0 on Linux 6.1.192")),
         boot_args: &[],
         audit: None,
+        linear_pick: Some("pick_next_entity scans the cfs_rq list for the best interactivity score"),
+        build: Some(|w| Ok(Box::new(fair::Fair::new_cacule(w)?))),
     },
     PolicyInfo {
         name: "tt",
@@ -115,6 +140,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("tt-6.1", "TT v6.1 on Linux 6.1.192")),
         boot_args: &[],
         audit: None,
+        linear_pick: Some("__pick_first_entity scans the cfs_rq list for the best HRRN"),
+        build: Some(|w| Ok(Box::new(fair::Fair::new_tt(w)?))),
     },
     PolicyInfo {
         name: "baby",
@@ -124,6 +151,8 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: None,
         boot_args: &[],
         audit: Some("bs.c of baby-dl-5.14.patch (hamadmarri/Baby-CPU-Scheduler)"),
+        linear_pick: Some("pick_next_entity scans the per-CPU list for the earliest deadline"),
+        build: Some(|w| Ok(Box::new(baby::Baby::new(w)?))),
     },
 ];
 
@@ -155,6 +184,8 @@ impl UserPolicy {
                 kernel: None,
                 boot_args: &[],
                 audit: None,
+                linear_pick: None,
+                build: None,
             },
             build: Box::new(build),
         }
@@ -224,19 +255,10 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
     if let Some(u) = USER_POLICIES.get().into_iter().flatten().find(|u| u.info.name == name) {
         return (u.build)(w).map_err(|e| format!("{name}: {e}"));
     }
-    match name {
-        "cfs" => Ok(Box::new(fair::Fair::new(fair::Variant::Cfs, w)?)),
-        "eevdf" => Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?)),
-        "bore" => Ok(Box::new(fair::Fair::new_bore(w)?)),
-        "bfs" => Ok(Box::new(bfs::Bfs::new(w)?)),
-        "muqss" => Ok(Box::new(muqss::Muqss::new(w)?)),
-        "bmq" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Bmq, w)?)),
-        "pds" => Ok(Box::new(projc::ProjectC::new(projc::Flavour::Pds, w)?)),
-        "cacule" => Ok(Box::new(fair::Fair::new_cacule(w)?)),
-        "tt" => Ok(Box::new(fair::Fair::new_tt(w)?)),
-        "baby" => Ok(Box::new(baby::Baby::new(w)?)),
-        other => Err(format!(
-            "unknown scheduler '{other}': choose one of {}",
+    match POLICIES.iter().find(|p| p.name == name).and_then(|p| p.build) {
+        Some(build) => build(w),
+        None => Err(format!(
+            "unknown scheduler '{name}': choose one of {}",
             all().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
         )),
     }

@@ -15,14 +15,6 @@ use std::time::Instant;
 #[global_allocator]
 static ALLOCATOR: schedlab_sim::memory::CountingAllocator = schedlab_sim::memory::CountingAllocator;
 
-/// Policies whose pick is O(queued tasks) by design, as in their source.
-const LINEAR_PICKS: &[(&str, &str)] = &[
-    ("bfs", "earliest_deadline_task walks the global queue past tasks other CPUs cannot take"),
-    ("cacule", "pick_next_entity scans the cfs_rq list for the best interactivity score"),
-    ("tt", "__pick_first_entity scans the cfs_rq list for the best HRRN"),
-    ("baby", "pick_next_entity scans the per-CPU list for the earliest deadline"),
-];
-
 struct Measured {
     events: u64,
     wall: f64,
@@ -114,8 +106,10 @@ pub fn run(quick: bool) -> Result<()> {
         }
     }
     println!();
-    for (name, why) in LINEAR_PICKS {
-        println!("{name}: O(n) per pick by design: {why}");
+    for p in schedlab_policies::POLICIES {
+        if let Some(why) = p.linear_pick {
+            println!("{}: O(n) per pick by design: {why}", p.name);
+        }
     }
     println!();
     compare_speedup(&load_workload(&cases[2].1)?)
