@@ -48,27 +48,15 @@ impl Policy for Fair {
         let depth = if self.flat { 0 } else { Self::group_depth(&sys.groups, group) };
         let custom = info.slice;
         let se = self.ents.len() as u32;
-        self.ents.push(Ent {
-            weight: task_weight(sys, t),
-            vruntime: 0,
-            deadline: 0,
-            vlag: 0,
-            vprot: 0,
-            slice: custom.unwrap_or(self.tun.base_slice_ns),
-            custom_slice: custom.is_some(),
-            rel_deadline: false,
-            delayed: false,
-            on_rq: false,
-            sum_exec: 0,
-            prev_sum_exec: 0,
-            key: 0,
-            list_seq: 0,
-            rq: self.group_rq(group, info.cpu),
-            my_rq: NONE,
-            task: t,
+        self.ents.push(Ent::new(
+            task_weight(sys, t),
+            custom.unwrap_or(self.tun.base_slice_ns),
+            custom.is_some(),
+            self.group_rq(group, info.cpu),
+            NONE,
+            t,
             depth,
-            node: Node::default(),
-        });
+        ));
         if self.per_task.len() <= t as usize {
             self.per_task.resize(t as usize + 1, FairTask { se: NONE, pos: NONE, pelt: Pelt::default() });
         }

@@ -110,6 +110,34 @@ struct Ent {
     node: Node,
 }
 
+impl Ent {
+    /// A new entity, not queued, with nothing run: a task's (`task`, no
+    /// `my_rq`) or a group's (`my_rq` the cfs_rq it stands for, no task).
+    fn new(weight: u64, slice: u64, custom_slice: bool, rq: u32, my_rq: u32, task: TaskId, depth: u32) -> Ent {
+        Ent {
+            weight,
+            vruntime: 0,
+            deadline: 0,
+            vlag: 0,
+            vprot: 0,
+            slice,
+            custom_slice,
+            rel_deadline: false,
+            delayed: false,
+            on_rq: false,
+            sum_exec: 0,
+            prev_sum_exec: 0,
+            key: 0,
+            list_seq: 0,
+            rq,
+            my_rq,
+            task,
+            depth,
+            node: Node::default(),
+        }
+    }
+}
+
 /// What the class keeps per task, together: a wakeup reads all three.
 #[derive(Clone, Debug)]
 struct FairTask {
@@ -382,27 +410,15 @@ impl Fair {
             let depth = Self::group_depth(groups, g);
             for cpu in 0..n {
                 let se = f.ents.len() as u32;
-                f.ents.push(Ent {
-                    weight: f.group_shares[g as usize],
-                    vruntime: 0,
-                    deadline: 0,
-                    vlag: 0,
-                    vprot: 0,
-                    slice: f.tun.base_slice_ns,
-                    custom_slice: false,
-                    rel_deadline: false,
-                    delayed: false,
-                    on_rq: false,
-                    sum_exec: 0,
-                    prev_sum_exec: 0,
-                    key: 0,
-                    list_seq: 0,
-                    rq: parent * n + cpu,
-                    my_rq: g * n + cpu,
-                    task: NONE,
-                    depth: depth - 1,
-                    node: Node::default(),
-                });
+                f.ents.push(Ent::new(
+                    f.group_shares[g as usize],
+                    f.tun.base_slice_ns,
+                    false,
+                    parent * n + cpu,
+                    g * n + cpu,
+                    NONE,
+                    depth - 1,
+                ));
                 f.rqs[(g * n + cpu) as usize].se = se;
             }
         }
