@@ -18,6 +18,10 @@
 //! What schedlab cannot model is refused, naming the key: SCHED_DEADLINE,
 //! util_min/util_max, membind_nodes, mem/iorun/memrun, priority
 //! inheritance, and per-phase changes of cpus, policy or taskgroup.
+
+mod events;
+mod json;
+
 use crate::time::{NSEC_PER_SEC, NSEC_PER_USEC, Nanos};
 use crate::topology::{CpuSet, Topology};
 use crate::workload::dist::Dist;
@@ -25,11 +29,8 @@ use crate::workload::{
     Barrier, Channel, GroupId, GroupSpec, Imported, Machine, Named, Op, Overrides, SchedPolicy, TaskSpec, TaskSpecId,
     TimerMode, Workload, WorkloadError, takes_time,
 };
-
-mod events;
-mod json;
-
 use json::{Json, relax};
+
 /// Task keys a phase may not change: schedlab sets them when a task starts.
 const PHASE_FIXED: [&str; 5] = ["cpus", "policy", "priority", "taskgroup", "dl-runtime"];
 
