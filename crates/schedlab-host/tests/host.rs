@@ -325,14 +325,27 @@ fn record_then_replay_a_real_command() {
 #[test]
 fn calibration_measures_a_switch_dearer_than_a_yield() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // sched_yield gives the CPU to any other runnable thread: beside a busy
+    // process it measures that process's slices, not a syscall (21.6 us
+    // against a 5.7 us hop while a build ran). Quiet before and during, or
+    // skipped with the figure.
+    let idle = schedlab_host::info::idle_cpus(std::time::Duration::from_millis(300));
+    if idle < 1.5 {
+        skip(&format!("{idle:.2} host CPUs idle before the calibration, 1.5 needed for it to measure this kernel"));
+        return;
+    }
     let c = match schedlab_host::calibrate::calibrate(0.1) {
         Ok(c) => c,
         Err(HostError::Setup(why)) => {
-            eprintln!("SKIPPED calibration_measures_a_switch_dearer_than_a_yield: {why}");
+            skip(&why);
             return;
         }
         Err(e) => panic!("{e}"),
     };
+    if c.other_load_pct > 10.0 {
+        skip(&format!("other processes took {:.1}% of the calibrated CPUs during it (10% allowed)", c.other_load_pct));
+        return;
+    }
     // A hop is a write, a switch and a read: more than one cheap syscall,
     // and well under a millisecond on anything that runs Linux.
     assert!((100..1_000_000).contains(&c.context_switch), "context switch {} ns", c.context_switch);
