@@ -5,7 +5,7 @@
 
 use crate::*;
 use schedlab_sim::formats::ftrace::{SchedEvent, SchedEventKind};
-use schedlab_sim::report::{CpuReport, HostInfo, ReportFrame, TaskRaw, assemble};
+use schedlab_sim::report::{CpuReport, HostInfo, RunCounts, TaskRaw, assemble};
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
 
@@ -304,19 +304,21 @@ pub(crate) fn build_report(
              not run for over a jiffy), which lengthens every slice that ends at a tick"
         ));
     }
-    let frame = ReportFrame {
+    let counts = RunCounts {
+        stop: duration,
+        finished,
+        context_switches: switches_total,
+        migrations: migrations_total,
+        events: 0,
+    };
+    let head = Report {
         source: "host".into(),
         scheduler: format!("linux {} (this machine)", host.kernel_release),
         workload: w.name.clone(),
         seed: w.seed,
         cpus: w.nr_cpus(),
         hz: host.hz.unwrap_or(0),
-        stop: duration,
-        finished,
         tunables,
-        context_switches: switches_total,
-        migrations: migrations_total,
-        events: 0,
         per_cpu,
         extra: std::iter::once(("other_processes_cpu_pct", other_pct))
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
@@ -325,10 +327,11 @@ pub(crate) fn build_report(
             .collect(),
         absent,
         host: Some(host),
+        ..Report::default()
     };
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
-    (assemble(frame, raw, &names, &spec_lat, &spec_rps), foreign)
+    (assemble(head, counts, raw, &names, &spec_lat, &spec_rps), foreign)
 }
 
 #[cfg(test)]

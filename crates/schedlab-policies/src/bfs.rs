@@ -330,6 +330,33 @@ impl VirtualDeadlines {
         let from = sys.task(t).cpu;
         common::nearest(sys, from, (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && sys.idle(c)))
     }
+
+    /// schedule()'s first step, in BFS and MuQSS alike: the task that ran
+    /// on `cpu` leaves it, its slice and deadline checked; it is returned
+    /// if still runnable, for the caller to queue again.
+    pub fn take_prev(&mut self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
+        let prev = self.curr[cpu as usize].take()?;
+        self.check_deadline(sys, prev);
+        (sys.task(prev).state == TaskState::Runnable).then_some(prev)
+    }
+
+    /// The picked task, taken off its queue by the caller, runs on `cpu`.
+    pub fn set_curr(&mut self, sys: &mut Sys, cpu: CpuId, next: TaskId) {
+        if sys.task(next).cpu != cpu {
+            sys.migrate(next, cpu);
+        }
+        self.curr[cpu as usize] = Some(next);
+    }
+
+    /// resched_suitable_idle: a task put back in the queue and not picked
+    /// again may run at once on an idle CPU.
+    pub fn resched_suitable_idle(&self, sys: &mut Sys, requeued: Option<TaskId>, next: Option<TaskId>) {
+        if let Some(p) = requeued.filter(|&p| Some(p) != next)
+            && let Some(c) = self.best_idle(sys, p)
+        {
+            sys.resched(c);
+        }
+    }
 }
 
 pub struct Bfs {
@@ -430,30 +457,17 @@ impl Policy for Bfs {
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let prev = self.dl.curr[cpu as usize].take();
-        let mut requeued = None;
-        if let Some(p) = prev {
-            self.dl.check_deadline(sys, p);
-            if sys.task(p).state == TaskState::Runnable {
-                self.enqueue_task(sys, p);
-                requeued = Some(p);
-            }
+        let requeued = self.dl.take_prev(sys, cpu);
+        if let Some(p) = requeued {
+            self.enqueue_task(sys, p);
         }
         self.dither[cpu as usize] = sys.now.saturating_sub(self.last_tick[cpu as usize]) <= self.half_jiffy;
         let next = self.earliest_deadline_task(sys, cpu);
         if let Some(n) = next {
             self.queue.remove(n);
-            if sys.task(n).cpu != cpu {
-                sys.migrate(n, cpu);
-            }
-            self.dl.curr[cpu as usize] = Some(n);
+            self.dl.set_curr(sys, cpu, n);
         }
-        // resched_suitable_idle: the preempted task may run elsewhere now.
-        if let Some(p) = requeued.filter(|&p| Some(p) != next)
-            && let Some(c) = self.dl.best_idle(sys, p)
-        {
-            sys.resched(c);
-        }
+        self.dl.resched_suitable_idle(sys, requeued, next);
         next
     }
 
@@ -502,10 +516,6 @@ impl Policy for Bfs {
         self.dl.expire_now(t);
         sys.resched(cpu);
     }
-
-    fn balance(&mut self, _sys: &mut Sys, _cpu: CpuId, _idle: bool) {}
-
-    fn newidle_balance(&mut self, _sys: &mut Sys, _cpu: CpuId) {}
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
         common::no_groups("bfs", sys)

@@ -196,34 +196,22 @@ impl Policy for Muqss {
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let prev = self.dl.curr[cpu as usize].take();
-        let mut requeued = None;
-        if let Some(p) = prev {
-            self.dl.check_deadline(sys, p);
-            if sys.task(p).state == TaskState::Runnable {
-                self.enqueue_task(sys, cpu, p);
-                requeued = Some(p);
-            }
+        let requeued = self.dl.take_prev(sys, cpu);
+        if let Some(p) = requeued {
+            self.enqueue_task(sys, cpu, p);
         }
         let next = self.earliest_deadline_task(sys, cpu);
         match next {
             Some(n) => {
                 self.rqs.remove(n);
-                if sys.task(n).cpu != cpu {
-                    sys.migrate(n, cpu);
-                }
-                self.dl.curr[cpu as usize] = Some(n);
+                self.dl.set_curr(sys, cpu, n);
                 // hrexpiry: the slice ends exactly.
                 let left = self.dl.time_slice(n).max(0) as Nanos;
                 self.timers.arm(sys, cpu, sys.now + left);
             }
             None => self.timers.cancel(cpu),
         }
-        if let Some(p) = requeued.filter(|&p| Some(p) != next)
-            && let Some(c) = self.dl.best_idle(sys, p)
-        {
-            sys.resched(c);
-        }
+        self.dl.resched_suitable_idle(sys, requeued, next);
         next
     }
 
@@ -280,10 +268,6 @@ impl Policy for Muqss {
         }
         sys.resched(cpu);
     }
-
-    fn balance(&mut self, _sys: &mut Sys, _cpu: CpuId, _idle: bool) {}
-
-    fn newidle_balance(&mut self, _sys: &mut Sys, _cpu: CpuId) {}
 
     fn timer(&mut self, sys: &mut Sys, token: u64) {
         if let Some(cpu) = self.timers.fired(token)

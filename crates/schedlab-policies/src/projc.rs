@@ -397,8 +397,6 @@ impl Policy for ProjectC {
         sys.resched(cpu);
     }
 
-    fn balance(&mut self, _sys: &mut Sys, _cpu: CpuId, _idle: bool) {}
-
     fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
         self.take_other_rq_tasks(sys, cpu);
     }

@@ -10,7 +10,7 @@ pub mod queue;
 mod rt;
 
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
-use crate::report::{CpuReport, Hist, Report, ReportFrame, TaskRaw, assemble};
+use crate::report::{CpuReport, Hist, Report, RunCounts, TaskRaw, assemble};
 use crate::time::Nanos;
 use crate::topology::CpuId;
 use crate::workload::{BarrierId, ChanId, CondId, Op, SchedPolicy, TaskSpecId, TimerMode, Workload};
@@ -875,23 +875,26 @@ impl<'w> Engine<'w> {
                 switch_overhead_ns: run.overhead_ns,
             });
         }
-        let frame = ReportFrame {
+        let head = Report {
             source: "simulated".into(),
             scheduler: self.policy.name().into(),
             workload: w.name.clone(),
             seed: w.seed,
             cpus: self.sys.nr_cpus,
             hz: w.machine.hz,
-            stop,
-            finished,
             tunables: self.policy.tunables().into_iter().map(|t| (t.name.to_string(), t.value)).collect(),
-            context_switches: self.switches,
-            migrations: self.sys.migrations,
-            events: self.events,
             per_cpu,
             extra: self.policy.extra_metrics(&self.sys),
             absent: self.policy.unsupported(&self.sys),
             host: None,
+            ..Report::default()
+        };
+        let counts = RunCounts {
+            stop,
+            finished,
+            context_switches: self.switches,
+            migrations: self.sys.migrations,
+            events: self.events,
         };
         // The policy's state and the pending events are not part of the
         // report: freed before the task rows are built, they do not add to
@@ -929,7 +932,7 @@ impl<'w> Engine<'w> {
         drop(progs);
         drop(sys);
         let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
-        assemble(frame, raw, &names, &spec_lat, &spec_rps)
+        assemble(head, counts, raw, &names, &spec_lat, &spec_rps)
     }
 }
 

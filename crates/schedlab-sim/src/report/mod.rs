@@ -233,7 +233,7 @@ pub struct CpuReport {
     pub switch_overhead_ns: Nanos,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Totals {
     pub context_switches: u64,
     pub context_switches_per_sec: f64,
@@ -261,7 +261,7 @@ pub struct Totals {
     pub events: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct Report {
     pub schema_version: u32,
     /// "simulated" or "host".
@@ -332,37 +332,33 @@ pub struct TaskRaw {
     pub runs: u64,
 }
 
-/// Everything of a report that is not derived from the tasks.
-pub struct ReportFrame {
-    pub source: String,
-    pub scheduler: String,
-    pub workload: String,
-    pub seed: u64,
-    pub cpus: u32,
-    pub hz: u32,
+/// What a run counted itself, beside its task rows.
+#[derive(Clone, Debug)]
+pub struct RunCounts {
+    /// When the run's window ended.
     pub stop: Nanos,
+    /// Whether every task exited (then `stop` is the makespan).
     pub finished: bool,
-    pub tunables: Vec<(String, i64)>,
     pub context_switches: u64,
     pub migrations: u64,
     pub events: u64,
-    pub per_cpu: Vec<CpuReport>,
-    pub extra: Vec<(String, f64)>,
-    pub absent: Vec<String>,
-    pub host: Option<HostInfo>,
 }
 
 /// Builds a report: task rows, per-spec aggregates and totals, the same way
-/// for simulated and real runs. `spec_names[i]` names spec i, whose
-/// histograms are `spec_lat[i]` and `spec_rps[i]`.
+/// for simulated and real runs. `head` gives what a run knows of itself
+/// (source, scheduler, workload, seed, cpus, hz, tunables, per-CPU time,
+/// extra figures, what it could not measure, the host); the rest is
+/// derived here. `spec_names[i]` names spec i, whose histograms are
+/// `spec_lat[i]` and `spec_rps[i]`.
 pub fn assemble(
-    frame: ReportFrame,
+    head: Report,
+    counts: RunCounts,
     raw: Vec<TaskRaw>,
     spec_names: &[String],
     spec_lat: &[Hist],
     spec_rps: &[Hist],
 ) -> Report {
-    let stop = frame.stop;
+    let stop = counts.stop;
     let secs = stop.max(1) as f64 / 1e9;
     let (mut vol, mut invol, mut work, mut runs) = (0, 0, 0, 0);
     let mut full_life = Vec::new();
@@ -426,44 +422,35 @@ pub fn assemble(
             runtime_per_switch: spec_rps[i].summary(),
         });
     }
-    let busy: Nanos = frame.per_cpu.iter().map(|c| c.busy_ns).sum();
-    let idle: Nanos = frame.per_cpu.iter().map(|c| c.idle_ns).sum();
-    let mut tunables = frame.tunables;
+    let busy: Nanos = head.per_cpu.iter().map(|c| c.busy_ns).sum();
+    let idle: Nanos = head.per_cpu.iter().map(|c| c.idle_ns).sum();
+    let mut tunables = head.tunables.clone();
     tunables.sort();
     Report {
         schema_version: SCHEMA_VERSION,
-        source: frame.source,
-        scheduler: frame.scheduler,
-        workload: frame.workload,
-        seed: frame.seed,
-        cpus: frame.cpus,
-        hz: frame.hz,
         duration_ns: stop,
         tunables,
         totals: Totals {
-            context_switches: frame.context_switches,
-            context_switches_per_sec: frame.context_switches as f64 / secs,
+            context_switches: counts.context_switches,
+            context_switches_per_sec: counts.context_switches as f64 / secs,
             voluntary_switches: vol,
             involuntary_switches: invol,
-            migrations: frame.migrations,
+            migrations: counts.migrations,
             jain_fairness: jain_index(&full_life),
             jain_fairness_min_spec: specs.iter().filter_map(|s| s.jain_fairness).min_by(f64::total_cmp),
             work_done_ns: work,
             throughput_runs_per_sec: runs as f64 / secs,
-            makespan_ns: frame.finished.then_some(stop),
+            makespan_ns: counts.finished.then_some(stop),
             busy_ns: busy,
             idle_ns: idle,
-            utilization_pct: busy as f64 * 100.0 / (stop.max(1) as f64 * frame.cpus.max(1) as f64),
-            events: frame.events,
+            utilization_pct: busy as f64 * 100.0 / (stop.max(1) as f64 * head.cpus.max(1) as f64),
+            events: counts.events,
         },
         wakeup_latency: all_lat.summary(),
         runtime_per_switch: all_rps.summary(),
         specs,
         tasks,
-        per_cpu: frame.per_cpu,
-        extra: frame.extra,
-        absent: frame.absent,
-        host: frame.host,
+        ..head
     }
 }
 
