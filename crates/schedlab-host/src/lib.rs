@@ -14,7 +14,7 @@
 //! Threads, pipes, cgroups and the trace instance are all gone when `run`
 //! returns, after an error or Ctrl-C too.
 //!
-//! The files: [`threads`] the workload as threads, [`measure`] the report
+//! The files: `threads` the workload as threads, `measure` the report
 //! they are measured into, [`record`] `schedlab record`; `cgroup`,
 //! `tracing`, `sync` and `sys` what they use of the kernel; [`info`] what
 //! the kernel is, [`calibrate`] what its operations cost, [`leftovers`]

@@ -5,7 +5,7 @@
 //! - One unsorted list per CPU; the pick scans it for the earliest deadline
 //!   (O(n) in the queued tasks).
 //! - The running task's deadline is renewed at every accounting: now +
-//!   DEADLINE_NS (2 x sched_granularity = 1.18 ms) + prio_factor[nice]
+//!   DEADLINE_NS (2 x sched_granularity = 1.18 ms) + prio_factor\[nice\]
 //!   (-0.67 ms at nice -20 to +0.63 ms at nice 19). A task woken on the CPU
 //!   it last ran on keeps its old deadline; a new or migrated one gets a
 //!   fresh one. So every task that waits has an earlier deadline than the

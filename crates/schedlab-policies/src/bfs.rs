@@ -3,8 +3,8 @@
 //! virtual deadline.
 //!
 //! - A task's deadline is set when its time slice is refilled: niffies (a
-//!   global nanosecond clock) + prio_ratios[nice] x rr_interval x
-//!   (MS_TO_NS(1) / 128), with prio_ratios[0] = 128 growing by 11/10 per
+//!   global nanosecond clock) + prio_ratios\[nice\] x rr_interval x
+//!   (MS_TO_NS(1) / 128), with prio_ratios\[0\] = 128 growing by 11/10 per
 //!   nice level. Every slice is rr_interval long (MS_TO_US(6) = 6144 us);
 //!   nice acts only through the deadline. A waking task keeps its deadline.
 //! - earliest_deadline_task walks the queue in key order and takes the first

@@ -4,7 +4,7 @@
 //! on skiplist runqueues, one per CPU or shared by a group of CPUs.
 //!
 //! - Deadlines, slices and nice ratios are BFS's ([`crate::bfs`]):
-//!   niffies + prio_ratios[nice] x rr_interval, slices of rr_interval.
+//!   niffies + prio_ratios\[nice\] x rr_interval, slices of rr_interval.
 //! - rqshare (boot parameter `rqshare=`, default MuQSS's Kconfig default
 //!   with SCHED_MC: mc): which CPUs share one runqueue, none, smt (SMT
 //!   siblings), mc and llc (the cores of an LLC: schedlab's topology has no

@@ -1,6 +1,6 @@
 //! A grid of runs over a workload, as `schedlab sweep --vary` and the
 //! Python package's `sweep` both take it: which parameter a name varies
-//! (cpus, seed, duration, a [params] entry, `tasks`, else a tunable), the
+//! (cpus, seed, duration, a \[params\] entry, `tasks`, else a tunable), the
 //! `1,2,4,...,4096` value syntax, and every combination in one order (the
 //! first axis outermost), so that any backend runs the same rows.
 
@@ -13,7 +13,7 @@ pub enum Dim {
     Cpus,
     Seed,
     Duration,
-    /// A [params] entry of the workload.
+    /// A \[params\] entry of the workload.
     Param(String),
     /// A scheduler tunable, as `--set` takes it.
     Tunable(String),
@@ -92,7 +92,7 @@ pub fn parse_values(name: &str, text: &str) -> Result<Vec<i64>, String> {
 }
 
 /// Reads `NAME=VALUES` against the workload: cpus, seed, duration, one of
-/// its [params], `tasks` for its only task-count parameter, or else a
+/// its \[params\], `tasks` for its only task-count parameter, or else a
 /// scheduler tunable.
 pub fn parse_axis(spec: &str, params: &[String], count_params: &[String]) -> Result<Axis, String> {
     let Some((name, values)) = spec.split_once('=') else {

@@ -22,12 +22,12 @@
 //! load_avg); only task entities are delayed (the kernel may delay group
 //! entities too); throttling is the per-cfs_rq throttle both versions
 //! have. pick_eevdf walks the augmented
-//! tree as the kernel does ([`tree`]).
+//! tree as the kernel does (`tree`).
 //!
 //! Three out-of-tree schedulers are built on this code as their patches
-//! build on fair.c: [`bore`] on EEVDF, [`cacule`] and [`tt`] on CFS (their
+//! build on fair.c: `bore` on EEVDF, `cacule` and `tt` on CFS (their
 //! runqueues become lists scanned for an interactivity score or a response
-//! ratio, kept here as the tree in list order), with [`rdb`] CacULE's own
+//! ratio, kept here as the tree in list order), with `rdb` CacULE's own
 //! balancer. Each one's state, tunables and hooks live in its file; the
 //! core calls a hook where the patch changes fair.c, behind a test of
 //! `self.bore` (`cacule`, `tt`), so a reader of one patch can grep for its
@@ -36,16 +36,16 @@
 //! The files, in the order of fair.c's story:
 //!
 //! - this file: the entities, cfs_rqs and tasks the class keeps, and the
-//!   constructors that read the tunables ([`tunables`]);
-//! - [`group`]: the task-group hierarchy and group entity weights;
-//! - [`queue`]: a cfs_rq's tree ([`tree`]), avg_vruntime, min_vruntime;
-//! - [`cfs`]: CFS's slice, pick and wakeup granularity;
-//! - [`eevdf`]: EEVDF's deadlines, lag, protected slice and pick;
-//! - [`enqueue`]: placement, enqueue/dequeue, delayed dequeue;
-//! - [`bandwidth`]: cpu.max throttling;
-//! - [`pick`]: pick_next_task_fair down the hierarchy, HRTICK;
-//! - [`balance`]: PELT and the task lists the balancer in [`crate::smp`] uses;
-//! - [`class`]: the `Policy` hooks, fair_sched_class's callbacks.
+//!   constructors that read the tunables (`tunables`);
+//! - `group`: the task-group hierarchy and group entity weights;
+//! - `queue`: a cfs_rq's tree (`tree`), avg_vruntime, min_vruntime;
+//! - `cfs`: CFS's slice, pick and wakeup granularity;
+//! - `eevdf`: EEVDF's deadlines, lag, protected slice and pick;
+//! - `enqueue`: placement, enqueue/dequeue, delayed dequeue;
+//! - `bandwidth`: cpu.max throttling;
+//! - `pick`: pick_next_task_fair down the hierarchy, HRTICK;
+//! - `balance`: PELT and the task lists the balancer in [`crate::smp`] uses;
+//! - `class`: the `Policy` hooks, fair_sched_class's callbacks.
 
 mod balance;
 mod bandwidth;
@@ -250,7 +250,7 @@ impl Fair {
         Self::with_tunables(variant, w, &w.tunables)
     }
 
-    /// BORE: EEVDF with burst penalties (see [`bore`]).
+    /// BORE: EEVDF with burst penalties (see `bore`).
     pub fn new_bore(w: &Workload) -> Result<Fair, String> {
         let mut set = w.tunables.clone();
         let b = BoreTunables::take(&mut set)?;
@@ -267,7 +267,7 @@ impl Fair {
         Ok(f)
     }
 
-    /// CacULE: CFS ordered by interactivity score (see [`cacule`]).
+    /// CacULE: CFS ordered by interactivity score (see `cacule`).
     pub fn new_cacule(w: &Workload) -> Result<Fair, String> {
         let mut set = w.tunables.clone();
         let c = CaculeTunables::take(&mut set)?;
@@ -296,7 +296,7 @@ impl Fair {
         Ok(f)
     }
 
-    /// TT: CFS with task types and HRRN order (see [`tt`]).
+    /// TT: CFS with task types and HRRN order (see `tt`).
     pub fn new_tt(w: &Workload) -> Result<Fair, String> {
         let mut set = w.tunables.clone();
         let t = TtTunables::take(&mut set, w.machine.tick_ns())?;

@@ -191,7 +191,7 @@ pub struct HistSummary {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TaskReport {
     pub name: String,
-    /// Index of the [[task]] entry it came from.
+    /// Index of the \[\[task\]\] entry it came from.
     pub spec: u32,
     pub cpu_time_ns: Nanos,
     /// CPU time over the time the task existed, in percent of one CPU, as
@@ -208,7 +208,7 @@ pub struct TaskReport {
     pub exited_at_ns: Option<Nanos>,
 }
 
-/// Per [[task]] entry: the tasks it made, taken together.
+/// Per \[\[task\]\] entry: the tasks it made, taken together.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct SpecReport {
     pub name: String,

@@ -351,7 +351,7 @@ pub struct Machine {
 }
 
 impl GroupSpec {
-    /// The root cgroup, groups[0] of every workload.
+    /// The root cgroup, groups\[0\] of every workload.
     pub fn root() -> GroupSpec {
         GroupSpec { name: "/".into(), parent: None, cpu_weight: 100, cpu_max: None }
     }
@@ -374,15 +374,15 @@ impl Machine {
 pub struct Workload {
     pub name: String,
     pub description: String,
-    /// The file's [params] with the values in force (overrides applied).
+    /// The file's \[params\] with the values in force (overrides applied).
     pub params: BTreeMap<String, i64>,
-    /// The [params] that some [[task]] uses as its `count`.
+    /// The \[params\] that some \[\[task\]\] uses as its `count`.
     pub count_params: Vec<String>,
     pub duration: Nanos,
     pub seed: u64,
     pub machine: Machine,
     pub tunables: BTreeMap<String, i64>,
-    /// groups[0] is the root group.
+    /// groups\[0\] is the root group.
     pub groups: Vec<GroupSpec>,
     pub tasks: Vec<TaskSpec>,
     pub channels: Vec<Channel>,
