@@ -105,52 +105,28 @@ impl Features {
         all
     }
 
-    /// A feature's value by name.
-    fn get(&self, name: &str) -> bool {
-        match name {
-            "NEXT_BUDDY" => self.next_buddy,
-            "WAKEUP_PREEMPTION" => self.wakeup_preemption,
-            "HRTICK" => self.hrtick,
-            "SIS_UTIL" => self.sis_util,
-            "GENTLE_FAIR_SLEEPERS" => self.gentle_fair_sleepers,
-            "START_DEBIT" => self.start_debit,
-            "LAST_BUDDY" => self.last_buddy,
-            "ALT_PERIOD" => self.alt_period,
-            "BASE_SLICE" => self.base_slice,
-            "PLACE_LAG" => self.place_lag,
-            "PLACE_DEADLINE_INITIAL" => self.place_deadline_initial,
-            "PLACE_REL_DEADLINE" => self.place_rel_deadline,
-            "RUN_TO_PARITY" => self.run_to_parity,
-            "PREEMPT_SHORT" => self.preempt_short,
-            "DELAY_DEQUEUE" => self.delay_dequeue,
-            "DELAY_ZERO" => self.delay_zero,
-            other => unreachable!("no feature {other}"),
-        }
-    }
-
-    /// The features as set in `table`; those the variant does not have keep
-    /// its defaults.
-    fn from_table(v: Variant, table: &[TunableSpec]) -> Features {
-        let d = Features::defaults(v);
-        let f = |name: &str, default: bool| table.iter().find(|s| s.name == name).map_or(default, |s| s.value != 0);
-        Features {
-            gentle_fair_sleepers: f("GENTLE_FAIR_SLEEPERS", d.gentle_fair_sleepers),
-            start_debit: f("START_DEBIT", d.start_debit),
-            alt_period: f("ALT_PERIOD", d.alt_period),
-            base_slice: f("BASE_SLICE", d.base_slice),
-            next_buddy: f("NEXT_BUDDY", d.next_buddy),
-            last_buddy: f("LAST_BUDDY", d.last_buddy),
-            wakeup_preemption: f("WAKEUP_PREEMPTION", d.wakeup_preemption),
-            hrtick: f("HRTICK", d.hrtick),
-            place_lag: f("PLACE_LAG", d.place_lag),
-            place_deadline_initial: f("PLACE_DEADLINE_INITIAL", d.place_deadline_initial),
-            place_rel_deadline: f("PLACE_REL_DEADLINE", d.place_rel_deadline),
-            run_to_parity: f("RUN_TO_PARITY", d.run_to_parity),
-            preempt_short: f("PREEMPT_SHORT", d.preempt_short),
-            delay_dequeue: f("DELAY_DEQUEUE", d.delay_dequeue),
-            delay_zero: f("DELAY_ZERO", d.delay_zero),
-            sis_util: f("SIS_UTIL", d.sis_util),
-        }
+    /// The flag of the feature named `name` (its features.h name), if the
+    /// class has one.
+    fn slot(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "NEXT_BUDDY" => &mut self.next_buddy,
+            "WAKEUP_PREEMPTION" => &mut self.wakeup_preemption,
+            "HRTICK" => &mut self.hrtick,
+            "SIS_UTIL" => &mut self.sis_util,
+            "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
+            "START_DEBIT" => &mut self.start_debit,
+            "LAST_BUDDY" => &mut self.last_buddy,
+            "ALT_PERIOD" => &mut self.alt_period,
+            "BASE_SLICE" => &mut self.base_slice,
+            "PLACE_LAG" => &mut self.place_lag,
+            "PLACE_DEADLINE_INITIAL" => &mut self.place_deadline_initial,
+            "PLACE_REL_DEADLINE" => &mut self.place_rel_deadline,
+            "RUN_TO_PARITY" => &mut self.run_to_parity,
+            "PREEMPT_SHORT" => &mut self.preempt_short,
+            "DELAY_DEQUEUE" => &mut self.delay_dequeue,
+            "DELAY_ZERO" => &mut self.delay_zero,
+            _ => return None,
+        })
     }
 }
 
@@ -184,21 +160,36 @@ impl FairTunables {
             &mut table,
             set,
         )?;
-        // A variant's own tunables from the table; the other variant's keep
-        // their scaled defaults (a group entity's slice under CFS is
-        // base_slice_ns, as the kernel's se->slice is sysctl_sched_base_slice).
-        let n = |name, default: u64| table.iter().find(|s| s.name == name).map_or(default, |s| s.value as u64);
+        // A variant's own tunables from its table; the other variant's keep
+        // their scaled defaults, read from that variant's table (a group
+        // entity's slice under CFS is base_slice_ns, as the kernel's
+        // se->slice is sysctl_sched_base_slice).
+        let other = Self::table(
+            match v {
+                Variant::Cfs => Variant::Eevdf,
+                Variant::Eevdf => Variant::Cfs,
+            },
+            scaling,
+            factor,
+        );
+        let n = |name| table.iter().chain(&other).find(|s| s.name == name).map_or(0, |s| s.value as u64);
+        let mut features = Features::defaults(v);
+        for s in &table {
+            if let Some(flag) = features.slot(s.name) {
+                *flag = s.value != 0;
+            }
+        }
         Ok(FairTunables {
             tunable_scaling: scaling,
-            sched_latency_ns: n("sched_latency_ns", 6_000_000 * factor),
-            sched_min_granularity_ns: n("sched_min_granularity_ns", 750_000 * factor),
-            sched_wakeup_granularity_ns: n("sched_wakeup_granularity_ns", 1_000_000 * factor),
-            base_slice_ns: n("base_slice_ns", 700_000 * factor),
-            sched_child_runs_first: n("sched_child_runs_first", 0) != 0,
-            migration_cost_ns: n("migration_cost_ns", 0),
-            nr_migrate: n("nr_migrate", 0) as u32,
-            sched_cfs_bandwidth_slice_us: n("sched_cfs_bandwidth_slice_us", 0),
-            features: Features::from_table(v, &table),
+            sched_latency_ns: n("sched_latency_ns"),
+            sched_min_granularity_ns: n("sched_min_granularity_ns"),
+            sched_wakeup_granularity_ns: n("sched_wakeup_granularity_ns"),
+            base_slice_ns: n("base_slice_ns"),
+            sched_child_runs_first: n("sched_child_runs_first") != 0,
+            migration_cost_ns: n("migration_cost_ns"),
+            nr_migrate: n("nr_migrate") as u32,
+            sched_cfs_bandwidth_slice_us: n("sched_cfs_bandwidth_slice_us"),
+            features,
             table,
         })
     }
@@ -258,9 +249,10 @@ impl FairTunables {
             spec("nr_migrate", 32, 1, "tasks looked at per balance"),
             spec("sched_cfs_bandwidth_slice_us", 5_000, 1, "runtime a CPU takes from a cpu.max pool at once"),
         ]);
-        let defaults = Features::defaults(v);
+        let mut defaults = Features::defaults(v);
         for (name, help) in Features::names(v) {
-            out.push(TunableSpec { name, value: defaults.get(name) as i64, min: 0, max: 1, help });
+            let value = *defaults.slot(name).expect("every listed feature has a flag") as i64;
+            out.push(TunableSpec { name, value, min: 0, max: 1, help });
         }
         out
     }
@@ -276,8 +268,7 @@ impl FairTunables {
             "sched_tunable_scaling" => self.tunable_scaling = value,
             "base_slice_ns" => self.base_slice_ns = value as u64,
             "migration_cost_ns" => self.migration_cost_ns = value as u64,
-            "SIS_UTIL" => self.features.sis_util = value != 0,
-            other => unreachable!("no patch sets {other}"),
+            feature => *self.features.slot(feature).expect("a patch sets a known feature") = value != 0,
         }
     }
 

@@ -1,6 +1,6 @@
 //! The workload model: the machine, the scheduler tunables, cgroups and
 //! task programs, checked into a [`Workload`] the engine runs. Every input
-//! format builds one (`toml` here for schedlab's own file, `crate::formats`
+//! format builds one (`toml_file` here for schedlab's own file, `crate::formats`
 //! for the others); errors name the line of the file they come from and
 //! what to write instead.
 
