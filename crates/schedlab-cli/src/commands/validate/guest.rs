@@ -91,8 +91,6 @@ pub(super) fn kept_run(path: &Path, duration: u64) -> Result<Option<Report>> {
 /// The note a kept real run carries: the host CPUs idle before it.
 pub(super) const IDLE_NOTE: &str = "host CPUs idle before the run (schedlab validate): ";
 
-/// Waits (up to 30 s) for 1.5 host CPUs to be idle, as the two vCPUs need,
-/// and returns the idle CPUs measured last.
 /// Boots of one run that may fail or be disturbed in a row before validate
 /// gives up.
 pub(super) const MAX_BOOTS: u32 = 3;
@@ -126,6 +124,8 @@ pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
     None
 }
 
+/// Waits (up to 30 s) for 1.5 host CPUs to be idle, as the two vCPUs need,
+/// and returns the idle CPUs measured last.
 pub(super) fn wait_for_quiet() -> f64 {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
