@@ -32,11 +32,10 @@ mod sys;
 mod threads;
 mod tracing;
 
-pub use measure::TICKS_DELIVERED;
+pub use measure::{TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US};
 pub use record::{Recording, record};
 
 use measure::*;
-use schedlab_sim::formats::ftrace::SchedEvent;
 use schedlab_sim::report::HostInfo;
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{Nanos, Report, Workload};
@@ -143,14 +142,15 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         }
         notes.push(format!("interrupted by {} after {:.3} s", signals::name(sig), (stop - t0) as f64 / 1e9));
     }
-    let trace = tracer.as_ref().and_then(|t| collect_trace(t, &mut notes, &mut warnings));
+    let trace = tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, &mut notes, &mut warnings));
     drop(tracer);
 
     let results = std::mem::take(&mut *sh.results.lock().expect("lock"));
     let (report, foreign) = build_report(
         &sh,
         results,
-        trace.as_deref(),
+        trace.as_ref().map(|c| c.events.as_slice()),
+        trace.as_ref().and_then(|c| c.timers),
         t0,
         stop,
         &stat0,
@@ -258,14 +258,21 @@ fn setup_tracer(opts: &HostOptions, nr_cpus: usize, warnings: &mut Vec<String>) 
     }
 }
 
-/// The trace's events, with a note when its buffers overran.
-fn collect_trace(t: &tracing::Tracer, notes: &mut Vec<String>, warnings: &mut Vec<String>) -> Option<Vec<SchedEvent>> {
-    match t.collect() {
-        Ok((events, overrun)) => {
-            if overrun > 0 {
-                notes.push(format!("the trace buffers dropped {overrun} events: switch figures are partial"));
+/// The trace's events and timer lateness, with a note when its buffers
+/// overran.
+fn collect_trace(
+    t: &tracing::Tracer,
+    t0: Nanos,
+    stop: Nanos,
+    notes: &mut Vec<String>,
+    warnings: &mut Vec<String>,
+) -> Option<tracing::Collected> {
+    match t.collect(t0, stop) {
+        Ok(c) => {
+            if c.overrun > 0 {
+                notes.push(format!("the trace buffers dropped {} events: switch figures are partial", c.overrun));
             }
-            Some(events)
+            Some(c)
         }
         Err(e) => {
             warnings.push(format!("tracing: {e}"));

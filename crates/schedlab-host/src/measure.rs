@@ -136,6 +136,22 @@ pub(crate) fn cpu_accounting(
 /// that ends at a tick ran longer.
 pub const TICKS_DELIVERED: &str = "ticks_delivered_pct";
 
+/// The extra figures of a host report that say how late the kernel's
+/// hrtimers fired during the run (median and 90th percentile, us; see
+/// `tracing::TimerLateness`): present where the run was traced and the
+/// kernel has the timer events.
+pub const TIMER_LATE_P50: &str = "timer_late_p50_us";
+pub const TIMER_LATE_P90: &str = "timer_late_p90_us";
+
+/// Above this 90th percentile of hrtimer lateness (us) a run measured its
+/// machine more than its kernel. Quiet boots of the nine guest kernels
+/// under TCG, with hogs, sleepers and both vCPUs busy: 55-210 us (this
+/// machine, 2026-11-25). Two host processes at 10% duty (0.18 host CPUs,
+/// under validate's limit for others) beside a pds-6.12 guest: 835 us, and
+/// nice-hog made 223 switches/s where quiet boots make 231 (at 0.37 host
+/// CPUs: 2,743 us and 205/s). On bare metal a few tens of microseconds.
+pub const TIMER_LATE_P90_LIMIT_US: f64 = 400.0;
+
 /// Below this, the report says that ticks were lost: /proc/stat counts in
 /// 10 ms units, 0.3% of a 3 s run.
 pub(crate) const TICKS_LOST_WARN_PCT: f64 = 97.0;
@@ -220,6 +236,7 @@ pub(crate) fn build_report(
     sh: &Shared,
     mut results: Vec<ThreadResult>,
     trace: Option<&[SchedEvent]>,
+    timers: Option<crate::tracing::TimerLateness>,
     t0: Nanos,
     stop: Nanos,
     stat0: &[(u64, u64)],
@@ -304,6 +321,15 @@ pub(crate) fn build_report(
              not run for over a jiffy), which lengthens every slice that ends at a tick"
         ));
     }
+    if let Some(t) = timers.filter(|t| t.p90 as f64 / 1e3 > TIMER_LATE_P90_LIMIT_US) {
+        host.notes.push(format!(
+            "the kernel's timers fired {:.0} us late at the 90th percentile ({:.0} us at the median): its CPUs \
+             were not run on time (a virtual machine's host busy elsewhere), and every slice a timer ends ran \
+             longer",
+            t.p90 as f64 / 1e3,
+            t.median as f64 / 1e3
+        ));
+    }
     let counts = RunCounts {
         stop: duration,
         finished,
@@ -323,7 +349,12 @@ pub(crate) fn build_report(
         extra: std::iter::once(("other_processes_cpu_pct", other_pct))
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
             .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
-            .map(|(name, pct)| (name.to_string(), (pct * 10.0).round() / 10.0))
+            .chain(
+                timers
+                    .into_iter()
+                    .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
+            )
+            .map(|(name, value)| (name.to_string(), (value * 10.0).round() / 10.0))
             .collect(),
         absent,
         host: Some(host),

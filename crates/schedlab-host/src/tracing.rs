@@ -3,8 +3,18 @@
 //! sched_switch, sched_wakeup(_new) and sched_migrate_task enabled for this
 //! process's threads only, on the CLOCK_MONOTONIC trace clock. The instance
 //! is removed when the run ends, however it ends.
+//!
+//! Where the kernel has them, timer:hrtimer_start and
+//! timer:hrtimer_expire_entry are traced too, for one figure of the
+//! machine rather than the workload: how late the kernel's hrtimers fired
+//! (the tick, the hrtick that ends a PDS or EEVDF slice, the threads'
+//! sleeps). In a virtual machine whose host did not run a vCPU on time
+//! they fire late and every slice they end runs longer, which no figure of
+//! the scheduler should be blamed for.
 
+use schedlab_sim::Nanos;
 use schedlab_sim::formats::ftrace::{self, SchedEvent};
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 pub struct Tracer {
@@ -25,6 +35,9 @@ const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "
 /// renames a task (`sh` becoming `gzip`).
 pub const RECORD_EVENTS: [&str; 6] =
     ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_process_exec"];
+/// The hrtimer events of [`TimerLateness`], traced where the kernel has
+/// both.
+const TIMER_EVENTS: [&str; 2] = ["timer/hrtimer_start", "timer/hrtimer_expire_entry"];
 /// Per-CPU ring buffer size in KiB.
 const BUFFER_KB: u32 = 16384;
 
@@ -78,7 +91,12 @@ pub fn remove_stale() -> Vec<String> {
 impl Tracer {
     /// Sets up the instance (tracing still off), or says why it cannot.
     pub fn new(nr_cpus: usize) -> Result<Tracer, String> {
-        Tracer::with_events(nr_cpus, &EVENTS, "exact per-switch data", true)
+        let root = tracefs_root()?;
+        let mut events = EVENTS.to_vec();
+        if TIMER_EVENTS.iter().all(|e| root.join("events").join(e).is_dir()) {
+            events.extend(TIMER_EVENTS);
+        }
+        Tracer::with_events(nr_cpus, &events, "exact per-switch data", true)
     }
 
     /// Sets up the instance for `events` (sched_switch, or a path under
@@ -113,10 +131,11 @@ impl Tracer {
         let _ = std::fs::write(self.dir.join("tracing_on"), if on { "1" } else { "0" });
     }
 
-    /// The recorded events, and how many the ring buffers dropped.
-    pub fn collect(&self) -> Result<(Vec<SchedEvent>, u64), String> {
+    /// The recorded events, how many the ring buffers dropped, and how
+    /// late the hrtimers that expired in [from, to] fired.
+    pub fn collect(&self, from: Nanos, to: Nanos) -> Result<Collected, String> {
         let (text, overrun) = self.text()?;
-        Ok((ftrace::parse(&text)?, overrun))
+        Ok(Collected { events: ftrace::parse(&text)?, overrun, timers: timer_lateness(&text, from, to) })
     }
 
     /// The trace as tracefs prints it, and how many events were dropped.
@@ -137,6 +156,59 @@ impl Tracer {
     }
 }
 
+/// What a run's trace holds.
+pub struct Collected {
+    pub events: Vec<SchedEvent>,
+    pub overrun: u64,
+    pub timers: Option<TimerLateness>,
+}
+
+/// How late the kernel's hrtimers fired: for each expiry, `now` of
+/// hrtimer_expire_entry past the `expires` its hrtimer_start set (zero
+/// where it fired early, within its slack).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimerLateness {
+    pub median: Nanos,
+    pub p90: Nanos,
+    pub samples: usize,
+}
+
+/// Fewer expiries than this say nothing of a run's timers.
+const TIMER_SAMPLES_MIN: usize = 20;
+
+/// The lateness of the hrtimers that expired in [from, to] (the clock of
+/// their base, CLOCK_MONOTONIC for all but a few), each paired with the
+/// hrtimer_start that armed it; `None` below [`TIMER_SAMPLES_MIN`] pairs.
+pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLateness> {
+    let value = |fields: &str, key: &str| -> Option<u64> {
+        fields.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+    };
+    let pointer = |fields: &str| -> Option<String> {
+        fields.split_whitespace().find_map(|f| f.strip_prefix("hrtimer=").map(str::to_string))
+    };
+    let mut armed: HashMap<String, Nanos> = HashMap::new();
+    let mut late = Vec::new();
+    for line in text.lines() {
+        if let Some((_, fields)) = line.split_once(" hrtimer_start: ") {
+            if let (Some(p), Some(expires)) = (pointer(fields), value(fields, "expires")) {
+                armed.insert(p, expires);
+            }
+        } else if let Some((_, fields)) = line.split_once(" hrtimer_expire_entry: ")
+            && let (Some(p), Some(now)) = (pointer(fields), value(fields, "now"))
+            && let Some(expires) = armed.remove(&p)
+            && (from..=to).contains(&now)
+        {
+            late.push(now.saturating_sub(expires));
+        }
+    }
+    if late.len() < TIMER_SAMPLES_MIN {
+        return None;
+    }
+    late.sort_unstable();
+    let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
+    Some(TimerLateness { median: at(0.5), p90: at(0.9), samples: late.len() })
+}
+
 impl Drop for Tracer {
     fn drop(&mut self) {
         self.set_on(false);
@@ -144,5 +216,37 @@ impl Drop for Tracer {
             let _ = std::fs::write(self.dir.join(format!("events/{ev}/enable")), "0");
         }
         let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timer_lateness_pairs_each_expiry_with_the_start_that_armed_it() {
+        let mut text = String::from("# tracer: nop\n");
+        // 30 ticks 4 ms apart, each firing 50 us late but the last four
+        // (900 us); an expiry of a timer armed before the trace began.
+        for i in 0..30u64 {
+            let expires = 1_000_000_000 + i * 4_000_000;
+            let late = if i >= 26 { 900_000 } else { 50_000 };
+            text += &format!(
+                "  hog-1 [000] d.h1. 1.0: hrtimer_start: hrtimer=00000000deadbeef function=tick_nohz_handler \
+                 expires={expires} softexpires={expires} mode=ABS|PINNED|HARD\n"
+            );
+            text += &format!(
+                "  hog-1 [000] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000deadbeef now={} \
+                 function=tick_nohz_handler/0x0\n",
+                expires + late
+            );
+        }
+        text += "  hog-1 [001] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000cafe now=1000000000 function=x\n";
+        let all = timer_lateness(&text, 0, u64::MAX).unwrap();
+        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30 });
+        // Only the expiries inside the run's window count, and 19 say nothing.
+        assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000), None);
+        let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX).unwrap();
+        assert_eq!((late_half.samples, late_half.p90), (24, 900_000));
     }
 }

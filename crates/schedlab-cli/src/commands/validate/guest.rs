@@ -106,14 +106,19 @@ pub(super) const HOST_OTHERS_LIMIT: f64 = 0.25;
 pub(super) const TICKS_DELIVERED_MIN: f64 = 97.0;
 
 /// Why a guest's run measured its host rather than its kernel, if it did:
-/// other processes took the host's CPUs while it ran, or a busy vCPU lost
-/// ticks (checked where the guest has no more vCPUs than the host has
+/// other processes took the host's CPUs while it ran, its timers fired
+/// late (a vCPU its host ran late: even 0.18 host CPUs of others, in short
+/// bursts, do that; see [`schedlab_host::TIMER_LATE_P90_LIMIT_US`]), or a
+/// busy vCPU lost ticks (checked where the guest has no more vCPUs than the host has
 /// CPUs: beyond that, vCPUs share CPUs and lose ticks by design, which the
 /// page states).
 pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
     let extra = |name: &str| r.extra.iter().find(|(n, _)| n == name).map(|e| e.1);
     if let Some(others) = extra(vm::HOST_OTHERS).filter(|&o| o >= HOST_OTHERS_LIMIT) {
         return Some(format!("other processes took {others:.2} host CPUs while the guest ran"));
+    }
+    if let Some(p90) = extra(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US) {
+        return Some(format!("the guest's timers fired {p90:.0} us late at the 90th percentile"));
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if vcpus as usize <= host_cpus

@@ -436,8 +436,15 @@ mod tests {
     fn a_boot_that_measured_the_host_is_named() {
         let w = load_workload(&experiment_common(&EXPERIMENTS[0], 10_000_000, 1)).unwrap();
         let mut r = simulate(&w, "eevdf").unwrap();
-        r.extra = vec![(vm::HOST_OTHERS.into(), 0.1), (schedlab_host::TICKS_DELIVERED.into(), 98.7)];
+        r.extra = vec![
+            (vm::HOST_OTHERS.into(), 0.1),
+            (schedlab_host::TICKS_DELIVERED.into(), 98.7),
+            (schedlab_host::TIMER_LATE_P90.into(), 210.0),
+        ];
         assert_eq!(disturbance(&r, 2), None);
+        r.extra[2].1 = 835.2;
+        assert_eq!(disturbance(&r, 2).unwrap(), "the guest's timers fired 835 us late at the 90th percentile");
+        r.extra[2].1 = 150.0;
         r.extra[0].1 = 1.04;
         assert_eq!(disturbance(&r, 2).unwrap(), "other processes took 1.04 host CPUs while the guest ran");
         r.extra[0].1 = 0.0;
