@@ -62,7 +62,8 @@ pub(super) fn page(
          µs; a host taking 0.18 CPUs in short bursts made it 835 µs, and every slice a timer ends longer), \
          or when a busy guest CPU took under {TICKS_DELIVERED_MIN:.0}% of its timer ticks (a vCPU its host \
          does not run for a jiffy skips the tick; judged on CPUs busy 95% of the run); such boots are \
-         listed under their policy, and validate stops after {MAX_BOOTS} in a row.\n\n\
+         listed under their policy, and validate stops after {MAX_BOOTS} in a row. Runs kept from before \
+         2026-11-25 carry no timer figure and were judged without it.\n\n\
          **Clocks.** Every guest keeps time on the TSC, as hardware does (`tsc=reliable`: under TCG the \
          6.1 and 5.10 kernels otherwise fall back to the emulated HPET), and its job starts only once the \
          kernel has left tsc-early and runs high-resolution timers on every CPU (before that, hrtimers fire \
