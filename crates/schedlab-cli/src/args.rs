@@ -254,6 +254,11 @@ pub(crate) struct Common {
     /// tick_jitter.
     #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
     pub(crate) cost: Vec<(String, u64)>,
+    /// How long the simulated kernel has been up when the workload starts,
+    /// e.g. 2.5s (default 1h): what it made at boot is that old (CacULE
+    /// scores a task group by its life since boot).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_flag)]
+    pub(crate) uptime: Option<u64>,
     /// Print the report as JSON (schema in docs/report-schema.md).
     #[arg(long)]
     pub(crate) json: bool,
@@ -308,6 +313,7 @@ pub(crate) fn overrides(c: &Common) -> Overrides {
         params: c.param.iter().cloned().collect::<BTreeMap<_, _>>(),
         tunables: c.set.iter().cloned().collect::<BTreeMap<_, _>>(),
         costs: c.cost.iter().cloned().collect::<BTreeMap<_, _>>(),
+        uptime: c.uptime,
     }
 }
 
@@ -320,6 +326,7 @@ pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> C
         set: Vec::new(),
         param: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         cost: Vec::new(),
+        uptime: None,
         json: false,
         csv: false,
         hist: false,

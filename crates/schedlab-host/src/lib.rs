@@ -32,7 +32,7 @@ mod sys;
 mod threads;
 mod tracing;
 
-pub use measure::{TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US};
+pub use measure::{TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START};
 pub use record::{Recording, record};
 
 use measure::*;

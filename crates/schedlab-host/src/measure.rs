@@ -136,6 +136,12 @@ pub(crate) fn cpu_accounting(
 /// that ends at a tick ran longer.
 pub const TICKS_DELIVERED: &str = "ticks_delivered_pct";
 
+/// The extra figure of a host report that says how long the kernel had
+/// been up at the run's start, in seconds (CLOCK_MONOTONIC at t0, which
+/// counts from boot as sched_clock does): what `[machine] uptime` is to a
+/// simulation.
+pub const UPTIME_AT_START: &str = "uptime_at_start_s";
+
 /// The extra figures of a host report that say how late the kernel's
 /// hrtimers fired during the run (median and 90th percentile, us; see
 /// `tracing::TimerLateness`): present where the run was traced and the
@@ -349,6 +355,7 @@ pub(crate) fn build_report(
         extra: std::iter::once(("other_processes_cpu_pct", other_pct))
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
             .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
+            .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
             .chain(
                 timers
                     .into_iter()

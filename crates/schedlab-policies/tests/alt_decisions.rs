@@ -233,6 +233,50 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 }
 
 #[test]
+fn cacule_splits_cgroups_by_their_life_since_boot() {
+    // A task group's entity is zeroed memory in CacULE 6.1: its
+    // cacule_start_time is the boot, so its interactivity score weighs its
+    // weighted run time against the kernel's uptime. Groups of weight 100
+    // (two hogs) and 300 (one hog): 2.5 s after boot, as in a guest, the
+    // scores are close and the cache and starvation scores even the split
+    // (the kernel gives the 300 group 67.4-68.5%, validate's cgroup-split);
+    // an hour after boot the group's life is renormalised (halved whenever
+    // it passes 11.5 s) and the split is nearer even still; at its own creation it is the
+    // weights' 75%.
+    let split = |uptime: &str| {
+        let text = format!(
+            r#"
+duration = "3s"
+[machine]
+cpus = 1
+uptime = "{uptime}"
+[[group]]
+name = "a"
+cpu_weight = 100
+[[group]]
+name = "b"
+cpu_weight = 300
+[[task]]
+name = "a-hog"
+count = 2
+group = "a"
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+[[task]]
+name = "b-hog"
+group = "b"
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+"#
+        );
+        let r = run_checked(&workload(&text), "cacule");
+        r.tasks.iter().find(|t| t.name == "b-hog").unwrap().cpu_share_pct
+    };
+    let (fresh, guest, hour) = (split("0s"), split("2.5s"), split("1h"));
+    assert!((74.0..=76.0).contains(&fresh), "at the groups' birth: {fresh:.1}%");
+    assert!((66.5..=70.0).contains(&guest), "2.5 s after boot: {guest:.1}%");
+    assert!(hour < guest - 3.0, "an hour after boot: {hour:.1}%, 2.5 s after: {guest:.1}%");
+}
+
+#[test]
 fn rdb_pulls_the_waiting_hog_to_the_cpu_running_one() {
     // Three hogs on two CPUs: RDB (no CFS balancer) lets the CPU with one
     // task pull the other's waiting task at its balancing tick (every 5

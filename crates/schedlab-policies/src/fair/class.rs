@@ -64,7 +64,7 @@ impl Policy for Fair {
         self.wakees.task_new(sys, t);
         if self.cacule.is_some() {
             // wake_up_new_task stamps cacule_start_time.
-            self.cnodes.push(cacule::Node::born(sys.now, sys.task(t).policy == SchedPolicy::Idle));
+            self.cnodes.push(cacule::Node::born(sys.now, self.boot, sys.task(t).policy == SchedPolicy::Idle));
         }
         if self.tt.is_some() {
             // TT has no group entities: one node per entity, in order.

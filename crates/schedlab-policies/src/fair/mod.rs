@@ -222,6 +222,9 @@ pub struct Fair {
     /// CacULE on top of CFS, when built as `cacule`: a node per entity.
     cacule: Option<CaculeTunables>,
     cnodes: Vec<cacule::Node>,
+    /// When the kernel booted, in the simulation's time (before 0, so
+    /// wrapped): sched_clock's zero, which CacULE's stamps start from.
+    boot: Nanos,
     /// CacULE's balancer, which replaces CFS's (see [`rdb`]).
     rdb: Option<rdb::Rdb>,
     /// TT on top of CFS, when built as `tt`: a node per task entity, the
@@ -290,8 +293,11 @@ impl Fair {
                 sis_util: f.tun.features.sis_util,
             },
         ));
-        // Group entities exist from boot: born at time 0.
-        f.cnodes = vec![cacule::Node::default(); f.ents.len()];
+        // A group's entity is zeroed memory (alloc_fair_sched_group):
+        // every stamp of its node is sched_clock 0, the boot, `uptime`
+        // before the workload starts.
+        f.cnodes = vec![cacule::Node::at_boot(w.machine.uptime); f.ents.len()];
+        f.boot = 0u64.wrapping_sub(w.machine.uptime);
         f.cnodes.reserve_exact(w.initial_tasks() as usize);
         Ok(f)
     }
@@ -391,6 +397,7 @@ impl Fair {
             children: Vec::new(),
             cacule: None,
             cnodes: Vec::new(),
+            boot: 0,
             rdb: None,
             tt: None,
             tnodes: Vec::new(),

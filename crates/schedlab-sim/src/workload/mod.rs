@@ -234,6 +234,10 @@ pub(crate) fn name_from_origin(origin: &str) -> String {
 /// CONFIG_HZ when the workload does not say.
 pub const DEFAULT_HZ: u32 = 250;
 
+/// A machine's uptime when nothing says otherwise: an hour, a machine in
+/// use rather than one just booted.
+pub const DEFAULT_UPTIME: Nanos = 3600 * NSEC_PER_SEC;
+
 #[derive(Clone, Debug)]
 pub struct GroupSpec {
     pub name: String,
@@ -348,6 +352,11 @@ pub struct Machine {
     pub topology: Topology,
     pub hz: u32,
     pub costs: Costs,
+    /// How long the kernel has been up when the workload starts:
+    /// sched_clock at the simulation's time 0. What the kernel made at
+    /// boot is that old at the start, and a patch may read its age
+    /// (CacULE scores a task group's entity by its life since boot).
+    pub uptime: Nanos,
 }
 
 impl GroupSpec {
@@ -361,7 +370,12 @@ impl Machine {
     /// A machine with the default HZ and costs, the command line's costs
     /// over them (for inputs that describe no machine: rt-app, traces).
     pub fn with_defaults(topology: Topology, ov: &Overrides) -> Result<Machine, WorkloadError> {
-        Ok(Machine { topology, hz: DEFAULT_HZ, costs: Costs::default().overridden(ov)? })
+        Ok(Machine {
+            topology,
+            hz: DEFAULT_HZ,
+            costs: Costs::default().overridden(ov)?,
+            uptime: ov.uptime.unwrap_or(DEFAULT_UPTIME),
+        })
     }
 
     pub fn tick_ns(&self) -> Nanos {
@@ -441,6 +455,8 @@ pub struct Overrides {
     pub tunables: BTreeMap<String, i64>,
     /// `[machine] costs` by name, e.g. from `schedlab calibrate`.
     pub costs: BTreeMap<String, Nanos>,
+    /// `[machine] uptime`.
+    pub uptime: Option<Nanos>,
 }
 
 impl Workload {

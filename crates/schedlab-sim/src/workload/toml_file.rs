@@ -35,6 +35,7 @@ struct MachineFile {
     cpus: Option<Spanned<u32>>,
     topology: Option<Spanned<String>>,
     hz: Option<Spanned<u32>>,
+    uptime: Option<Spanned<String>>,
     #[serde(default)]
     costs: CostsFile,
 }
@@ -122,7 +123,7 @@ fn plain_type_error(text: &str, span: std::ops::Range<usize>, message: &str) -> 
     if value.contains('\n') || value.is_empty() {
         value = "this".into();
     }
-    let durations = ["duration", "run", "sleep", "timer", "slice", "quota", "period", "start"];
+    let durations = ["duration", "run", "sleep", "timer", "slice", "quota", "period", "start", "uptime"];
     if key.is_empty() {
         return message.to_string();
     }
@@ -246,7 +247,12 @@ impl Ctx<'_> {
             tick_jitter: cost(&file.costs.tick_jitter, defaults.tick_jitter),
         }
         .overridden(ov)?;
-        Ok(Machine { topology, hz, costs })
+        let uptime = match (ov.uptime, &file.uptime) {
+            (Some(u), _) => u,
+            (None, Some(u)) => parse_duration(u.get_ref()).map_err(|m| self.err(u.span(), m))?,
+            (None, None) => super::DEFAULT_UPTIME,
+        };
+        Ok(Machine { topology, hz, costs, uptime })
     }
 
     fn duration(&self, file: Option<&Spanned<String>>, ov: &Overrides) -> Result<Nanos, WorkloadError> {
@@ -644,6 +650,9 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
             ("[[task]]\nname = \"a\"\ncount = -1\nprogram = []\n", 3, "count = -1: give a whole number of tasks"),
             ("[[task]]\nname = \"a\"\nprogram = { run = \"1ms\" }\n", 3, "program: give a list in brackets"),
             ("[[task]]\nname = \"a\"\nprogram = [ { run = 5 } ]\n", 3, "run = 5 has no unit: write e.g. run = \"5ms\""),
+            ("[machine]\nuptime = 60\n", 2, "uptime = 60: a duration is a string with its unit, e.g. uptime = \"5ms\""),
+            ("[machine]\nuptime = \"a week\"\n", 2, "is not a duration"),
+            ("[machine]\nuptime = \"99999999999h\"\n", 2, "out of range"),
         ] {
             let e = load(text).unwrap_err();
             assert_eq!((e.line, e.message.contains(says)), (line, true), "{text}: {e}");
@@ -663,6 +672,15 @@ program = [ { loop = 3, body = [ { signal = "p" }, { wait = "q" } ] } ]
         .unwrap();
         assert_eq!(w.nr_cpus(), 16);
         assert_eq!(w.tasks[0].count, 7);
+        assert_eq!(w.machine.uptime, crate::workload::DEFAULT_UPTIME);
+        let ov = Overrides { uptime: Some(2_500_000_000), ..Default::default() };
+        let w = Workload::from_toml(
+            "[machine]\nuptime = \"5s\"\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n",
+            "x",
+            &ov,
+        )
+        .unwrap();
+        assert_eq!(w.machine.uptime, 2_500_000_000, "--uptime wins over the file's");
     }
 
     #[test]
