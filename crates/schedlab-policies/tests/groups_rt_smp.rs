@@ -54,7 +54,10 @@ group = "small"
 program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 "#,
     );
-    for p in POLICIES.iter().filter(|p| p.groups) {
+    // CacULE orders groups by their interactivity scores, not their
+    // weights: its split is checked in alt_decisions.rs
+    // (cacule_splits_cgroups_by_their_life_since_boot).
+    for p in POLICIES.iter().filter(|p| p.groups && p.name != "cacule") {
         let r = run_checked(&w, p.name);
         let big = share_of(&r, "in-big") * 3.0;
         assert!((big - 75.0).abs() < 3.0, "{}: group of weight 300 vs 100 got {big:.1}%", p.name);

@@ -83,6 +83,8 @@ struct Prog {
     sleep_epoch: u32,
     /// Intended wakeup time, to measure wakeup latency at the next run.
     woke_at: Option<Nanos>,
+    /// Its wakeup's cost already holds the switch to it (timer_wakeup).
+    switch_paid: bool,
     runnable_since: Nanos,
     last_exec_cpu: Option<CpuId>,
     rng: Pcg64Mcg,
@@ -337,6 +339,7 @@ impl<'w> Engine<'w> {
             timer_next: Vec::new(),
             sleep_epoch: 0,
             woke_at: None,
+            switch_paid: false,
             runnable_since: 0,
             last_exec_cpu: None,
             rng,
@@ -396,6 +399,7 @@ impl<'w> Engine<'w> {
                     prog.woke_at.get_or_insert(self.sys.now.saturating_sub(costs.timer_latency));
                     prog.remaining += costs.timer_wakeup;
                     prog.penalty += costs.timer_wakeup;
+                    prog.switch_paid = true;
                     self.wake(t, None, false);
                 }
             }
@@ -705,10 +709,17 @@ impl<'w> Engine<'w> {
                     run.idle_ns += now - since;
                 }
                 let cs = self.w.machine.costs.context_switch;
+                // The kernel charges a switch to the task switched in (its
+                // exec_start is stamped before context_switch()), so the
+                // switch is part of its CPU time and of what its policy
+                // accounts; but a task woken by its timer has paid for it in
+                // timer_wakeup (measured as the sleeper's own CPU time per
+                // sleep), and there the switch stays the CPU's overhead.
+                let charged = !std::mem::take(&mut self.progs[t as usize].switch_paid);
                 run.switch_at = now;
-                run.exec_start = now + cs;
-                run.last_sync = now + cs;
-                let exec_start = run.exec_start;
+                run.exec_start = if charged { now } else { now + cs };
+                run.last_sync = run.exec_start;
+                let exec_start = now + cs;
                 let epoch = run.epoch;
                 self.sys.cpus[cpu as usize].curr = Some(t);
                 let info = &mut self.sys.tasks[t as usize];
@@ -733,7 +744,11 @@ impl<'w> Engine<'w> {
                     }
                 }
                 prog.last_exec_cpu = Some(cpu);
-                let at = exec_start + prog.remaining;
+                if charged {
+                    prog.remaining += cs;
+                    prog.penalty += cs;
+                }
+                let at = now + cs + prog.remaining - if charged { cs } else { 0 };
                 self.push(at, Kind::BurstEnd(cpu, epoch));
                 self.arm_tick(cpu);
             }

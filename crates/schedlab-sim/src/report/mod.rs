@@ -229,7 +229,10 @@ pub struct CpuReport {
     pub cpu: u32,
     pub busy_ns: Nanos,
     pub idle_ns: Nanos,
-    /// Part of busy time spent switching tasks (not given to any task).
+    /// Part of busy time spent switching that no task was charged for:
+    /// switches to tasks woken by their timer, whose `timer_wakeup` cost
+    /// holds the switch (every other switch is charged to the task
+    /// switched in, as the kernel charges it).
     pub switch_overhead_ns: Nanos,
 }
 

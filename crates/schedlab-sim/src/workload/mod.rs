@@ -250,7 +250,11 @@ pub struct GroupSpec {
 
 #[derive(Clone, Debug)]
 pub struct Costs {
-    /// CPU time spent switching from one task to another.
+    /// CPU time spent switching from one task to another, charged to the
+    /// task switched in as the kernel charges it (its exec_start is
+    /// stamped before context_switch()): part of its CPU time and of what
+    /// its policy accounts. A task woken by its timer has it in
+    /// `timer_wakeup` already, and there it is the CPU's overhead.
     pub context_switch: Nanos,
     /// Extra CPU time a task needs after it moves to another CPU (cold
     /// caches); doubled across LLCs.
