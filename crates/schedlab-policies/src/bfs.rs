@@ -1,24 +1,38 @@
 //! BFS, the Brain Fuck Scheduler, as in Con Kolivas's v0.512 (Linux 4.8,
-//! kernel/sched/bfs.c): one global runqueue shared by every CPU, ordered by
-//! virtual deadline.
+//! kernel/sched/bfs.c; read in the copy trilean/linux-4.9-pca carries,
+//! whose banner is "BFS CPU scheduler v0.512"): one global runqueue shared
+//! by every CPU, ordered by virtual deadline. MuQSS ([`crate::muqss`])
+//! shares the deadline and slice machinery here (`VirtualDeadlines`).
 //!
-//! - A task's deadline is set when its time slice is refilled: niffies (a
-//!   global nanosecond clock) + prio_ratios\[nice\] x rr_interval x
+//! - A task's deadline is set when its time slice is refilled
+//!   (time_slice_expired): niffies + prio_ratios\[nice\] x rr_interval x
 //!   (MS_TO_NS(1) / 128), with prio_ratios\[0\] = 128 growing by 11/10 per
-//!   nice level. Every slice is rr_interval long (MS_TO_US(6) = 6144 us);
-//!   nice acts only through the deadline. A waking task keeps its deadline.
+//!   nice level. Every slice is timeslice() = MS_TO_US(rr_interval) "us",
+//!   counted down by NS_TO_US(ns) = ns >> 10, so a 6 ms rr_interval lasts
+//!   6144 x 1024 ns = 6.29 ms; nice acts only through the deadline. A
+//!   waking task keeps its deadline; SCHED_BATCH gets a new one at every
+//!   deschedule (check_deadline).
 //! - earliest_deadline_task walks the queue in key order and takes the first
-//!   task allowed on this CPU. With `interactive` off, a task that last ran on
-//!   another CPU is compared with its deadline shifted left by the cache
-//!   distance (locality_diff), BFS's soft affinity.
-//! - A slice ends at the tick when less than RESCHED_US (100 us) is left, or
-//!   at once if the task was scheduled in the first half of the previous tick
-//!   and less than half a jiffy is left ("dither"). SCHED_BATCH gets a new
-//!   deadline at every deschedule.
-//! - try_preempt on wakeup: an idle allowed CPU (ranked by cache distance
-//!   from the task's last CPU) first; else the CPU running the lowest
-//!   priority, latest deadline task, preempted when the woken task's deadline
-//!   is earlier. A preempted task that stays runnable kicks an idle CPU.
+//!   task allowed on this CPU. With `interactive` off, a task that last ran
+//!   on another CPU is compared by its deadline shifted left by the cache
+//!   distance (cpu_locality), and the first task that last ran here ends
+//!   the walk.
+//! - The tick (task_running_tick) ends a slice with less than RESCHED_US
+//!   (100 "us") left, or, on a CPU that scheduled within half a jiffy of
+//!   its last tick ("dither"), with at most HALF_JIFFY_US left.
+//! - try_preempt on wakeup: the idle allowed CPU best_mask_cpu ranks first
+//!   (the task's own, then by cache distance and busy SMT siblings); else
+//!   the first CPU in the task's rq_order (its own CPU first, then by
+//!   locality and CPU number) whose running task is of a worse class or a
+//!   later deadline. A WF_SYNC wakeup with no idle CPU preempts nothing.
+//!   A preempted task that stays runnable kicks an idle CPU.
+//! - wake_up_new_task: the child takes its parent's deadline and half its
+//!   slice; a parent left under RESCHED_US is rescheduled and the child
+//!   gets its own slice and deadline, and only an idle CPU is kicked.
+//!   Spawned tasks are threads, so child-runs-first (a forked process)
+//!   never applies.
+//! - sched_yield() only calls schedule(): the yielder runs on while its
+//!   deadline is still the earliest.
 //! - SCHED_IDLE tasks run as SCHED_IDLEPRIO: after every normal task.
 //! - SCHED_ISO tasks (`policy = "iso"`) are queued at ISO_PRIO, FIFO among
 //!   themselves and ahead of every normal task, while the machine's ISO
@@ -26,18 +40,23 @@
 //!   ISO_PERIOD + 1) a tick on a CPU running something else, ISO_PERIOD =
 //!   5 s of ticks x CPUs + 1) stays within sched_iso_cpu (70%); above it
 //!   they are "refractory" and run as SCHED_NORMAL until it falls under 90%
-//!   of the limit. This is the grq accounting of bfs.c (0.4xx-0.5xx).
+//!   of the limit.
 //!
 //! Left out: real-time tasks count as ISO time in BFS, but schedlab's rt
-//! class runs them outside the policy, so they do not; SMT_NICE, CPU frequency scaling ("sticky"/
-//! scaling_rq), the skiplist's O(log n) cost model (a BTreeSet gives the
-//! same order).
+//! class runs them outside the policy, so they do not; the idle tick's
+//! no_iso_tick (NO_HZ idle CPUs do not tick here); SMT_NICE, CPU frequency
+//! hooks, the skiplist's O(log n) cost model (a BTreeSet gives the same
+//! order, FIFO among equal keys). Topology: schedlab's LLC groups stand for
+//! BFS's packages (cpu_locality 2 within one, 3 between them, one node).
+//! docs/schedulers.md lists what the audit against v0.512 checked.
 
 use crate::common::{self, KeyedQueues, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
-pub const RESCHED_NS: Nanos = 100 * 1024;
+/// RESCHED_US: a slice with less than this left is as good as used up.
+/// Slices are counted in BFS's "us", NS_TO_US(ns) = ns >> 10 (1024 ns).
+pub const RESCHED_US: i64 = 100;
 const IDLEPRIO_KEY: u64 = 0x00FF_0000_0000_0000;
 
 /// prio_ratios[0..40] from sched_init: 128, then x 11/10 per nice level.
@@ -55,14 +74,26 @@ pub fn deadline_diff(ratios: &[u64; 40], nice: i32, rr_interval_ms: u64) -> u64 
     ratios[(nice + 20).clamp(0, 39) as usize] * rr_interval_ms * ((1u64 << 20) / 128)
 }
 
-/// timeslice(): MS_TO_US(rr_interval) microseconds, in ns.
-pub fn timeslice_ns(rr_interval_ms: u64) -> u64 {
-    (rr_interval_ms << 10) * 1000
+/// timeslice(): MS_TO_US(rr_interval) = rr_interval << 10 of BFS's "us"
+/// (1024 ns each): 6144 for 6 ms, which last 6.291456 ms.
+pub fn timeslice_us(rr_interval_ms: u64) -> i64 {
+    (rr_interval_ms << 10) as i64
+}
+
+/// NS_TO_US: ns >> 10, as both kernels count a slice down.
+pub fn ns_to_us(ns: Nanos) -> i64 {
+    (ns >> 10) as i64
+}
+
+/// US_TO_NS: "us" << 10, as MuQSS arms its slice timer (hrexpiry).
+pub fn us_to_ns(us: i64) -> Nanos {
+    (us.max(0) as Nanos) << 10
 }
 
 #[derive(Clone, Debug, Default)]
 struct DeadlineTask {
     deadline: u64,
+    /// What is left of the slice, in BFS's "us" (1024 ns).
     time_slice: i64,
     /// p->prio == ISO_PRIO: a SCHED_ISO task queued while ISO was allowed.
     iso_prio: bool,
@@ -157,6 +188,18 @@ impl IsoLimit {
     }
 }
 
+/// What `VirtualDeadlines::share_slice` did at a fork.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ForkSplit {
+    /// No parent, or it was not running (a fork from outside the policy).
+    ParentNotRunning,
+    /// The parent's halved slice was under RESCHED_US: it is rescheduled,
+    /// and the child gets no try_preempt, only an idle CPU.
+    ParentUsedUp,
+    /// Parent and child each have `left` of BFS's "us".
+    Shared { parent_cpu: CpuId, left: i64 },
+}
+
 /// What BFS and MuQSS share: rr_interval slices, nice-scaled virtual
 /// deadlines, the task running on each CPU, and how a task compares with
 /// the one a CPU runs (can_preempt) or finds an idle CPU.
@@ -169,16 +212,20 @@ pub(crate) struct VirtualDeadlines {
     pub curr: Vec<Option<TaskId>>,
     /// cpu_order (rq_order) of every CPU, computed at the first task.
     pub order: Vec<Vec<CpuId>>,
+    /// MuQSS's can_preempt refuses SCHED_BATCH; BFS v0.512's does not.
+    batch_never_preempts: bool,
 }
 
 impl VirtualDeadlines {
     /// `rr_interval` and `interactive` under `policy`'s name.
     /// `extra`: the policy's own tunables beside these (read back with
     /// [`VirtualDeadlines::value`]).
+    /// `batch_never_preempts`: can_preempt returns false for SCHED_BATCH.
     pub fn new(
         policy: &str,
         interactive_help: &'static str,
         extra: Vec<TunableSpec>,
+        batch_never_preempts: bool,
         w: &Workload,
     ) -> Result<VirtualDeadlines, String> {
         let mut tun = vec![
@@ -208,6 +255,7 @@ impl VirtualDeadlines {
             tasks: Vec::with_capacity(w.initial_tasks() as usize),
             curr: vec![None; w.nr_cpus() as usize],
             order: Vec::new(),
+            batch_never_preempts,
         })
     }
 
@@ -264,12 +312,45 @@ impl VirtualDeadlines {
         }
     }
 
+    /// What is left of the slice, in BFS's "us" (1024 ns).
     pub fn time_slice(&self, t: TaskId) -> i64 {
         self.tasks[t as usize].time_slice
     }
 
+    /// update_cpu_clock_tick/_switch: `delta` ns of running, counted down
+    /// as NS_TO_US(delta).
     pub fn account(&mut self, t: TaskId, delta: Nanos) {
-        self.tasks[t as usize].time_slice -= delta as i64;
+        self.tasks[t as usize].time_slice -= ns_to_us(delta);
+    }
+
+    /// wake_up_new_task's split of the slice, in BFS and MuQSS alike: a
+    /// parent running on its CPU gives half its slice to the child, which
+    /// starts with the parent's deadline (BFS copies rq_deadline, MuQSS
+    /// keeps dup_task_struct's copy). A parent left with less than
+    /// RESCHED_US gives up the CPU instead, and the child keeps the slice
+    /// and deadline of its own that task_new gave it.
+    pub fn share_slice(&mut self, sys: &mut Sys, child: TaskId, parent: TaskId) -> ForkSplit {
+        let cpu = sys.task(parent).cpu;
+        if self.curr[cpu as usize] != Some(parent) {
+            return ForkSplit::ParentNotRunning;
+        }
+        let half = self.tasks[parent as usize].time_slice / 2;
+        self.tasks[parent as usize].time_slice = half;
+        if half < RESCHED_US {
+            self.expire_now(parent);
+            sys.resched(cpu);
+            return ForkSplit::ParentUsedUp;
+        }
+        let deadline = self.tasks[parent as usize].deadline;
+        let c = &mut self.tasks[child as usize];
+        c.deadline = deadline;
+        c.time_slice = half;
+        ForkSplit::Shared { parent_cpu: cpu, left: half }
+    }
+
+    /// The deadline a task is queued and compared under (p->deadline).
+    pub fn deadline(&self, t: TaskId) -> u64 {
+        self.tasks[t as usize].deadline
     }
 
     /// The slice is used up (it ends at the next schedule).
@@ -295,13 +376,13 @@ impl VirtualDeadlines {
     pub fn time_slice_expired(&mut self, sys: &Sys, t: TaskId) {
         let d = deadline_diff(&self.ratios, sys.task(t).nice, self.rr_interval);
         let s = &mut self.tasks[t as usize];
-        s.time_slice = timeslice_ns(self.rr_interval) as i64;
+        s.time_slice = timeslice_us(self.rr_interval);
         s.deadline = sys.now + d;
     }
 
     /// check_deadline at every deschedule: SCHED_BATCH is renewed every time.
     pub fn check_deadline(&mut self, sys: &Sys, t: TaskId) {
-        if self.tasks[t as usize].time_slice < RESCHED_NS as i64 || sys.task(t).policy == SchedPolicy::Batch {
+        if self.tasks[t as usize].time_slice < RESCHED_US || sys.task(t).policy == SchedPolicy::Batch {
             self.time_slice_expired(sys, t);
         }
     }
@@ -316,13 +397,16 @@ impl VirtualDeadlines {
     }
 
     /// can_preempt: a better class, or an earlier deadline in the same one
-    /// (never for SCHED_BATCH).
+    /// (never for SCHED_BATCH in MuQSS).
     pub fn can_preempt(&self, sys: &Sys, p: TaskId, rq: (u8, u64)) -> bool {
         let prio = self.class(sys, p);
         if prio != rq.0 {
             return prio < rq.0;
         }
-        sys.task(p).policy != SchedPolicy::Batch && self.tasks[p as usize].deadline < rq.1
+        if self.batch_never_preempts && sys.task(p).policy == SchedPolicy::Batch {
+            return false;
+        }
+        self.tasks[p as usize].deadline < rq.1
     }
 
     /// resched_best_idle: the allowed idle CPU nearest the task's cache.
@@ -361,13 +445,31 @@ impl VirtualDeadlines {
 
 pub struct Bfs {
     dl: VirtualDeadlines,
-    half_jiffy: Nanos,
+    /// HALF_JIFFY_NS: schedule() dithers when the last tick is at most this
+    /// long ago.
+    half_jiffy_ns: Nanos,
+    /// HALF_JIFFY_US: a dithering CPU's tick ends a slice with no more than
+    /// this many of BFS's "us" left.
+    half_jiffy_us: i64,
+    jiffy_ns: Nanos,
     /// The global runqueue (queue 0).
     queue: KeyedQueues,
+    /// rq_order of every CPU: by cpu_locality, then CPU number (sched_init_smp).
+    order: Vec<Vec<CpuId>>,
     last_tick: Vec<Nanos>,
     dither: Vec<bool>,
     iso: IsoLimit,
+    /// A task whose wakeup does not try_preempt (a WF_SYNC wakeup, or a
+    /// child whose parent's halved slice ran out) when no CPU was idle.
+    no_try_preempt: Option<TaskId>,
 }
+
+/// The ranking bits of best_mask_cpu: lower is better.
+const CPUIDLE_DIFF_THREAD: u32 = 1;
+const CPUIDLE_DIFF_CORE: u32 = 2;
+const CPUIDLE_CACHE_BUSY: u32 = 4;
+const CPUIDLE_DIFF_CPU: u32 = 8;
+const CPUIDLE_THREAD_BUSY: u32 = 16;
 
 impl Bfs {
     pub fn new(w: &Workload) -> Result<Bfs, String> {
@@ -375,16 +477,22 @@ impl Bfs {
             "bfs",
             "1: pure deadline order; 0: bias against tasks whose cache is on another CPU",
             Vec::new(),
+            false,
             w,
         )?;
         let n = w.nr_cpus() as usize;
+        let hz = w.machine.hz as u64;
         Ok(Bfs {
             iso: IsoLimit::bfs(w.machine.hz, w.nr_cpus(), dl.iso_cpu()),
             dl,
-            half_jiffy: 500_000_000 / w.machine.hz as Nanos,
+            half_jiffy_ns: 1_000_000_000 / hz / 2,
+            half_jiffy_us: (1_000_000 / hz / 2) as i64,
+            jiffy_ns: 1_000_000_000 / hz,
             queue: KeyedQueues::new(1),
+            order: Vec::new(),
             last_tick: vec![0; n],
             dither: vec![false; n],
+            no_try_preempt: None,
         })
     }
 
@@ -393,26 +501,90 @@ impl Bfs {
         self.queue.insert(0, t, self.dl.key(sys, t, IDLEPRIO_KEY));
     }
 
+    /// cpu_idle_map, as a wakeup sees it: no task runs on the CPU or was
+    /// sent to it. In the kernel the bit stays set until the kicked CPU
+    /// runs schedule(), microseconds in which a second wakeup would pick
+    /// the same CPU; here tasks woken at one instant would all pick it.
+    fn cpu_idle(sys: &Sys, cpu: CpuId) -> bool {
+        sys.idle(cpu)
+    }
+
+    /// resched_best_idle's choice, best_mask_cpu: the task's own CPU if idle,
+    /// else the idle allowed CPU of lowest CPUIDLE ranking (ties to the
+    /// lowest CPU number). An SMT sibling is preferred unless the rest of
+    /// its package is busy; any CPU whose SMT siblings are busy comes last.
+    fn best_idle(&self, sys: &Sys, t: TaskId) -> Option<CpuId> {
+        let from = sys.task(t).cpu;
+        if sys.allowed(t, from) && Self::cpu_idle(sys, from) {
+            return Some(from);
+        }
+        let topo = &sys.topology;
+        let all_idle =
+            |cpus: std::ops::Range<CpuId>, but: CpuId| cpus.filter(|&c| c != but).all(|c| Self::cpu_idle(sys, c));
+        let mut best: Option<(u32, CpuId)> = None;
+        for c in (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && Self::cpu_idle(sys, c)) {
+            let locality = common::locality(sys, from, c);
+            let mut ranking = match locality {
+                3.. => CPUIDLE_DIFF_CPU,
+                2 => CPUIDLE_DIFF_CORE,
+                _ if !all_idle(topo.llc_cpus(c), c) => CPUIDLE_CACHE_BUSY,
+                _ => 0,
+            };
+            if locality == 1 {
+                ranking |= CPUIDLE_DIFF_THREAD;
+            }
+            if !all_idle(topo.siblings(c), c) {
+                ranking |= CPUIDLE_THREAD_BUSY;
+            }
+            if best.is_none_or(|(b, _)| ranking < b) {
+                best = Some((ranking, c));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+
+    /// try_preempt after the idle CPUs: the first CPU in rq_order of the
+    /// task's CPU whose running task it can preempt; with `interactive` off
+    /// only CPUs with more tasks than its own.
+    fn preemptible_cpu(&self, sys: &Sys, t: TaskId, this: CpuId) -> Option<CpuId> {
+        if VirtualDeadlines::is_idleprio(sys, t) {
+            return None;
+        }
+        // soft_affined of the task's CPU, the woken task counted.
+        let this_entries = sys.cpus[this as usize].nr_running + 1;
+        self.order[this as usize].iter().copied().find(|&c| {
+            sys.allowed(t, c)
+                && (self.dl.interactive || c == this || sys.cpus[c as usize].nr_running > this_entries)
+                && self.dl.can_preempt(sys, t, self.dl.rq_prio(sys, c))
+        })
+    }
+
+    /// earliest_deadline_task: the first task in deadline order allowed on
+    /// this CPU. With `interactive` off a task cached on another CPU is
+    /// compared with its deadline shifted left by the cache distance, and
+    /// the first task that last ran here ends the search, whatever the
+    /// shifted deadlines before it.
     fn earliest_deadline_task(&self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
-        let mut best: Option<(u64, TaskId)> = None;
-        for (key, t) in self.queue.iter(0) {
+        let mut edt: Option<TaskId> = None;
+        let mut earliest_deadline = u64::MAX;
+        for (_, t) in self.queue.iter(0) {
             if !sys.allowed(t, cpu) {
                 continue;
             }
             if !self.dl.interactive {
                 let tcpu = sys.task(t).cpu;
                 if tcpu != cpu {
-                    let dl = key.checked_shl(common::locality(sys, tcpu, cpu)).unwrap_or(u64::MAX);
-                    if best.is_none_or(|(b, _)| dl < b) {
-                        best = Some((dl, t));
+                    let dl = self.dl.deadline(t) << common::locality(sys, tcpu, cpu);
+                    if dl < earliest_deadline {
+                        earliest_deadline = dl;
+                        edt = Some(t);
                     }
-                    // The locality offset means a later entry may still win.
                     continue;
                 }
             }
-            return Some(best.map_or(t, |(b, bt)| if b < key { bt } else { t }));
+            return Some(t);
         }
-        best.map(|(_, t)| t)
+        edt
     }
 }
 
@@ -425,27 +597,43 @@ impl Policy for Bfs {
         common::list_tunables(&self.dl.tun)
     }
 
-    fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
+        if self.order.is_empty() {
+            self.order = (0..sys.nr_cpus)
+                .map(|from| {
+                    let mut v: Vec<CpuId> = (0..sys.nr_cpus).collect();
+                    v.sort_by_key(|&c| common::locality(sys, from, c));
+                    v
+                })
+                .collect();
+        }
         self.dl.task_new(sys, t);
+        // Spawned tasks are threads: p->parent is not the forking thread,
+        // so BFS's child-runs-first (for a forked process) does not apply.
+        if let Some(p) = parent
+            && self.dl.share_slice(sys, t, p) == ForkSplit::ParentUsedUp
+        {
+            self.no_try_preempt = Some(t);
+        }
     }
 
-    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
-        // try_preempt: an idle CPU first, else the CPU running the worst
-        // (lowest priority, latest deadline) task.
-        if let Some(c) = self.dl.best_idle(sys, t) {
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+        let skip_preempt = std::mem::take(&mut self.no_try_preempt) == Some(t);
+        if let Some(c) = self.best_idle(sys, t) {
             return c;
         }
-        let mut best: Option<(CpuId, (u8, u64))> = None;
-        for &c in &self.dl.order[prev as usize] {
-            if !sys.allowed(t, c) {
-                continue;
-            }
-            let p = self.dl.rq_prio(sys, c);
-            if best.is_none_or(|(_, b)| p > b) {
-                best = Some((c, p));
-            }
+        let stay = if sys.allowed(t, prev) {
+            prev
+        } else {
+            self.order[prev as usize].iter().copied().find(|&c| sys.allowed(t, c)).unwrap_or(prev)
+        };
+        // ttwu_activate: a WF_SYNC waker is about to sleep, so with no idle
+        // CPU its wakee waits for it instead of preempting anything.
+        if skip_preempt || matches!(kind, WakeKind::Wakeup { sync: true, .. }) {
+            self.no_try_preempt = Some(t);
+            return stay;
         }
-        best.map_or(prev, |(c, _)| c)
+        self.preemptible_cpu(sys, t, stay).unwrap_or(stay)
     }
 
     fn enqueue(&mut self, sys: &mut Sys, _cpu: CpuId, t: TaskId, _how: Enqueue) {
@@ -461,13 +649,19 @@ impl Policy for Bfs {
         if let Some(p) = requeued {
             self.enqueue_task(sys, p);
         }
-        self.dither[cpu as usize] = sys.now.saturating_sub(self.last_tick[cpu as usize]) <= self.half_jiffy;
+        self.dither[cpu as usize] = sys.now.saturating_sub(self.last_tick[cpu as usize]) <= self.half_jiffy_ns;
         let next = self.earliest_deadline_task(sys, cpu);
         if let Some(n) = next {
             self.queue.remove(n);
             self.dl.set_curr(sys, cpu, n);
         }
-        self.dl.resched_suitable_idle(sys, requeued, next);
+        // resched_suitable_idle: the preempted task may run at once on an
+        // idle CPU.
+        if let Some(p) = requeued.filter(|&p| Some(p) != next)
+            && let Some(c) = self.best_idle(sys, p)
+        {
+            sys.resched(c);
+        }
         next
     }
 
@@ -476,13 +670,16 @@ impl Policy for Bfs {
         self.dl.check_deadline(sys, t);
         if runnable {
             self.enqueue_task(sys, t);
-            if let Some(c) = self.dl.best_idle(sys, t) {
+            if let Some(c) = self.best_idle(sys, t) {
                 sys.resched(c);
             }
         }
     }
 
     fn account(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, delta: Nanos) {
+        // niffy_diff(&time_diff, 1): a gap of more than two jiffies is not
+        // believed and counts as 1 ns.
+        let delta = if delta > 2 * self.jiffy_ns { 1 } else { delta };
         self.dl.account(t, delta);
     }
 
@@ -491,14 +688,14 @@ impl Policy for Bfs {
         self.dl.iso_tick(sys, &mut self.iso, curr);
         let left = self.dl.time_slice(curr);
         let expire = if self.dither[cpu as usize] {
-            if left > self.half_jiffy as i64 {
+            if left > self.half_jiffy_us {
                 false
             } else {
                 self.dl.expire_now(curr);
                 true
             }
         } else {
-            left < RESCHED_NS as i64
+            left < RESCHED_US
         };
         if expire {
             sys.resched(cpu);
@@ -507,13 +704,16 @@ impl Policy for Bfs {
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
+        if std::mem::take(&mut self.no_try_preempt) == Some(woken) {
+            return false;
+        }
         // IDLEPRIO tasks never preempt anything but idle.
         !VirtualDeadlines::is_idleprio(sys, woken) && self.dl.can_preempt(sys, woken, self.dl.rq_prio(sys, cpu))
     }
 
-    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        // sched_yield: give up the rest of the slice.
-        self.dl.expire_now(t);
+    fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, _t: TaskId) {
+        // sys_sched_yield only calls schedule(): the yielder goes back in
+        // the queue with its deadline and runs on if that is the earliest.
         sys.resched(cpu);
     }
 

@@ -83,7 +83,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: None,
         boot_args: &[],
-        audit: None,
+        audit: Some("kernel/sched/bfs.c of BFS v0.512 (as carried by trilean/linux-4.9-pca)"),
         linear_pick: Some("earliest_deadline_task walks the global queue past tasks other CPUs cannot take"),
         build: Some(|w| Ok(Box::new(bfs::Bfs::new(w)?))),
     },

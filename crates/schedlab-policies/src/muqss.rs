@@ -4,7 +4,8 @@
 //! on skiplist runqueues, one per CPU or shared by a group of CPUs.
 //!
 //! - Deadlines, slices and nice ratios are BFS's ([`crate::bfs`]):
-//!   niffies + prio_ratios\[nice\] x rr_interval, slices of rr_interval.
+//!   niffies + prio_ratios\[nice\] x rr_interval, slices of
+//!   MS_TO_US(rr_interval) "us" of 1024 ns (6.29 ms for 6 ms).
 //! - rqshare (boot parameter `rqshare=`, default MuQSS's Kconfig default
 //!   with SCHED_MC: mc): which CPUs share one runqueue, none, smt (SMT
 //!   siblings), mc and llc (the cores of an LLC: schedlab's topology has no
@@ -16,8 +17,14 @@
 //!   the task with the lowest key; a remote queue must be strictly better to
 //!   win. With `interactive` off it only takes from a queue holding more
 //!   tasks than the best seen so far.
-//! - Slices end exactly with hrexpiry (a high-resolution timer), not at
-//!   the tick.
+//! - Slices end exactly with hrexpiry (a high-resolution timer, armed
+//!   US_TO_NS(time_slice) ahead), not at the tick.
+//! - wake_up_new_task: the child stays on the forking CPU's runqueue (no
+//!   select_best_rq), starts with its parent's deadline and half its slice
+//!   (the parent's hrexpiry is armed again for its half); a parent left
+//!   under RESCHED_US is rescheduled and the child gets its own slice and
+//!   deadline, with only an idle CPU kicked for it. Spawned tasks are
+//!   threads, so the child-runs-first branch never applies.
 //! - select_best_rq on wakeup: an idle CPU nearest the task's cache, else the
 //!   CPU with the fewest tasks (rq->nr_running) in locality order;
 //!   try_preempt then walks CPUs in locality order from there and preempts
@@ -44,7 +51,7 @@
 //! failures (a CPU skips a remote runqueue whose lock another CPU holds at
 //! that instant; the simulation has no such instants).
 
-use crate::bfs::{IsoAction, IsoLimit, RESCHED_NS, VirtualDeadlines};
+use crate::bfs::{ForkSplit, IsoAction, IsoLimit, RESCHED_US, VirtualDeadlines, us_to_ns};
 use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
@@ -65,6 +72,9 @@ pub struct Muqss {
     timers: SliceTimers,
     iso: Vec<IsoLimit>,
     yield_type: i64,
+    /// A child whose parent's halved slice ran out: wake_up_new_task kicks
+    /// only an idle CPU for it, no try_preempt.
+    no_try_preempt: Option<TaskId>,
 }
 
 impl Muqss {
@@ -90,6 +100,7 @@ impl Muqss {
                            (default), 2 expires the slice and renews the deadline first",
                 },
             ],
+            true,
             w,
         )?;
         let n = w.nr_cpus();
@@ -112,6 +123,7 @@ impl Muqss {
             rq_order: Vec::new(),
             timers: SliceTimers::new(n, 1 << 56),
             iso,
+            no_try_preempt: None,
         })
     }
 
@@ -167,16 +179,38 @@ impl Policy for Muqss {
         common::list_tunables(&self.dl.tun)
     }
 
-    fn task_new(&mut self, sys: &mut Sys, t: TaskId, _parent: Option<TaskId>) {
+    fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
         self.dl.task_new(sys, t);
         if self.rq_order.is_empty() {
             self.rq_order = self.dl.order.iter().map(|order| rq_order(order, &self.queue_of)).collect();
         }
+        // wake_up_new_task (spawned tasks are threads, so never the
+        // child-runs-first branch, which needs the forking task to be
+        // p->parent).
+        if let Some(p) = parent {
+            match self.dl.share_slice(sys, t, p) {
+                ForkSplit::ParentUsedUp => self.no_try_preempt = Some(t),
+                // The parent runs on with half its slice: hrexpiry again.
+                ForkSplit::Shared { parent_cpu, left } => {
+                    self.timers.arm(sys, parent_cpu, sys.now + us_to_ns(left));
+                }
+                ForkSplit::ParentNotRunning => {}
+            }
+        }
     }
 
-    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, _kind: WakeKind) -> CpuId {
+    fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
+        let skip_preempt = std::mem::take(&mut self.no_try_preempt) == Some(t);
         if let Some(c) = self.dl.best_idle(sys, t) {
             return c;
+        }
+        // A new task stays on the runqueue of the CPU that forked it
+        // (sched_fork's set_task_cpu); try_preempt walks from there.
+        if kind == WakeKind::New && sys.allowed(t, prev) {
+            if skip_preempt {
+                self.no_try_preempt = Some(t);
+            }
+            return prev;
         }
         let mut best = (prev, u32::MAX);
         for &c in &self.dl.order[prev as usize] {
@@ -205,9 +239,9 @@ impl Policy for Muqss {
             Some(n) => {
                 self.rqs.remove(n);
                 self.dl.set_curr(sys, cpu, n);
-                // hrexpiry: the slice ends exactly.
-                let left = self.dl.time_slice(n).max(0) as Nanos;
-                self.timers.arm(sys, cpu, sys.now + left);
+                // hrexpiry: the slice ends exactly, US_TO_NS(time_slice)
+                // from now (6144 "us" of a 6 ms rr_interval are 6.29 ms).
+                self.timers.arm(sys, cpu, sys.now + us_to_ns(self.dl.time_slice(n)));
             }
             None => self.timers.cancel(cpu),
         }
@@ -230,13 +264,13 @@ impl Policy for Muqss {
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
         let iso = self.dl.iso_tick(sys, &mut self.iso[cpu as usize], curr);
-        if iso == IsoAction::Resched || self.dl.time_slice(curr) < RESCHED_NS as i64 {
+        if iso == IsoAction::Resched || self.dl.time_slice(curr) < RESCHED_US {
             sys.resched(cpu);
         }
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
-        if VirtualDeadlines::is_idleprio(sys, woken) {
+        if std::mem::take(&mut self.no_try_preempt) == Some(woken) || VirtualDeadlines::is_idleprio(sys, woken) {
             return false;
         }
         // try_preempt: the first CPU in locality order that p can preempt.
