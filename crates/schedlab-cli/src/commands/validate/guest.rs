@@ -105,20 +105,38 @@ pub(super) const HOST_OTHERS_LIMIT: f64 = 0.25;
 /// where the kernel makes 230.
 pub(super) const TICKS_DELIVERED_MIN: f64 = 97.0;
 
+/// Host CPUs other processes must have taken for late guest timers to be
+/// put down to the host. On a quiet host (0.00-0.03 CPUs of others) a
+/// kernel can make its own timers late: muqss-5.10 with 1024 spinners
+/// fired them 274-971 us late at the 90th percentile in five boots, where
+/// eevdf-6.12 and pds-6.12 stay at 134-183 us; booting again cannot change
+/// that, and validate stopped there. The host bursts that do it average
+/// 0.18 CPUs (two processes at 10% duty).
+pub(super) const TIMER_LATE_OTHERS_MIN: f64 = 0.05;
+
 /// Why a guest's run measured its host rather than its kernel, if it did:
 /// other processes took the host's CPUs while it ran, its timers fired
-/// late (a vCPU its host ran late: even 0.18 host CPUs of others, in short
+/// late while others took at least [`TIMER_LATE_OTHERS_MIN`] host CPUs (a
+/// vCPU its host ran late: even 0.18 host CPUs of others, in short
 /// bursts, do that; see [`schedlab_host::TIMER_LATE_P90_LIMIT_US`]), or a
 /// busy vCPU lost ticks (checked where the guest has no more vCPUs than the host has
 /// CPUs: beyond that, vCPUs share CPUs and lose ticks by design, which the
 /// page states).
 pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
     let extra = |name: &str| r.extra.iter().find(|(n, _)| n == name).map(|e| e.1);
-    if let Some(others) = extra(vm::HOST_OTHERS).filter(|&o| o >= HOST_OTHERS_LIMIT) {
+    let others = extra(vm::HOST_OTHERS);
+    if let Some(others) = others.filter(|&o| o >= HOST_OTHERS_LIMIT) {
         return Some(format!("other processes took {others:.2} host CPUs while the guest ran"));
     }
-    if let Some(p90) = extra(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US) {
-        return Some(format!("the guest's timers fired {p90:.0} us late at the 90th percentile"));
+    // Without the host's figure the lateness can only be put down to it.
+    if let Some(p90) = extra(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US)
+        && others.is_none_or(|o| o >= TIMER_LATE_OTHERS_MIN)
+    {
+        return Some(format!(
+            "the guest's timers fired {p90:.0} us late at the 90th percentile while other processes took {:.2} \
+             host CPUs",
+            others.unwrap_or(f64::NAN)
+        ));
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if vcpus as usize <= host_cpus
