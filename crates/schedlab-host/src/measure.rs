@@ -235,23 +235,18 @@ pub(crate) fn task_rows(w: &Workload, results: &[ThreadResult], figures: Option<
     TaskRows { raw, spec_lat, switches: switches_total, migrations: migrations_total }
 }
 
-/// The run's report, and the warning that other processes competed with
-/// it when they took FOREIGN_LOAD_WARN_PCT or more (also among its notes).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn build_report(
+/// What the sched trace says of the run, where it caught the workload's
+/// threads: the figures (None when it missed them), the placement
+/// decisions in `host`, and, under MuQSS, each thread's CPU time.
+fn trace_figures(
     sh: &Shared,
-    mut results: Vec<ThreadResult>,
+    results: &mut [ThreadResult],
     trace: Option<&[SchedEvent]>,
-    timers: Option<crate::tracing::TimerLateness>,
     t0: Nanos,
     stop: Nanos,
-    stat0: &[(u64, u64)],
-    stat1: &[(u64, u64)],
-    mut host: HostInfo,
-    tunables: Vec<(String, i64)>,
-) -> (Report, Option<String>) {
+    host: &mut HostInfo,
+) -> Option<TraceFigures> {
     let w = &sh.w;
-    results.sort_by_key(|r| r.task);
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
     let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop));
     if let Some(events) = trace {
@@ -284,6 +279,48 @@ pub(crate) fn build_report(
                 .to_string(),
         );
     }
+    figures
+}
+
+/// The notes on how the kernel kept time during the run: ticks it lost,
+/// timers that fired late (each lengthens the slices a timer ends).
+fn timing_notes(host: &mut HostInfo, ticks_pct: Option<f64>, timers: Option<crate::tracing::TimerLateness>) {
+    if let Some(pct) = ticks_pct.filter(|&p| p < TICKS_LOST_WARN_PCT) {
+        host.notes.push(format!(
+            "the busy CPUs took {pct:.1}% of their timer ticks: the kernel lost ticks (a virtual CPU its host did \
+             not run for over a jiffy), which lengthens every slice that ends at a tick"
+        ));
+    }
+    if let Some(t) = timers.filter(|t| t.p90 as f64 / 1e3 > TIMER_LATE_P90_LIMIT_US) {
+        host.notes.push(format!(
+            "the kernel's timers fired {:.0} us late at the 90th percentile ({:.0} us at the median): its CPUs \
+             were not run on time (a virtual machine's host busy elsewhere), and every slice a timer ends ran \
+             longer",
+            t.p90 as f64 / 1e3,
+            t.median as f64 / 1e3
+        ));
+    }
+}
+
+/// The run's report, and the warning that other processes competed with
+/// it when they took FOREIGN_LOAD_WARN_PCT or more (also among its notes).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_report(
+    sh: &Shared,
+    mut results: Vec<ThreadResult>,
+    trace: Option<&[SchedEvent]>,
+    timers: Option<crate::tracing::TimerLateness>,
+    t0: Nanos,
+    stop: Nanos,
+    stat0: &[(u64, u64)],
+    stat1: &[(u64, u64)],
+    mut host: HostInfo,
+    tunables: Vec<(String, i64)>,
+) -> (Report, Option<String>) {
+    let w = &sh.w;
+    results.sort_by_key(|r| r.task);
+    let figures = trace_figures(sh, &mut results, trace, t0, stop, &mut host);
+    let muqss = sys::is_muqss();
     let mut absent = Vec::new();
     if figures.is_none() {
         absent.push("runtime_per_switch (needs tracefs)".to_string());
@@ -321,21 +358,7 @@ pub(crate) fn build_report(
     });
     host.notes.extend(foreign.clone());
     let ticks_pct = ticks_delivered_pct(&sh.cpu_map, stat0, stat1, stop - t0, stat_count);
-    if let Some(pct) = ticks_pct.filter(|&p| p < TICKS_LOST_WARN_PCT) {
-        host.notes.push(format!(
-            "the busy CPUs took {pct:.1}% of their timer ticks: the kernel lost ticks (a virtual CPU its host did \
-             not run for over a jiffy), which lengthens every slice that ends at a tick"
-        ));
-    }
-    if let Some(t) = timers.filter(|t| t.p90 as f64 / 1e3 > TIMER_LATE_P90_LIMIT_US) {
-        host.notes.push(format!(
-            "the kernel's timers fired {:.0} us late at the 90th percentile ({:.0} us at the median): its CPUs \
-             were not run on time (a virtual machine's host busy elsewhere), and every slice a timer ends ran \
-             longer",
-            t.p90 as f64 / 1e3,
-            t.median as f64 / 1e3
-        ));
-    }
+    timing_notes(&mut host, ticks_pct, timers);
     let counts = RunCounts {
         stop: duration,
         finished,

@@ -3,14 +3,19 @@
 //! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, and all
 //! accounting. Scheduling decisions are the policy's; the engine only asks.
 //! `program.rs` carries out a task's ops, `rt.rs` is the real-time class
-//! the engine keeps above every policy, `queue.rs` the event queue.
+//! the engine keeps above every policy, `queue.rs` the event queue,
+//! `checks.rs` what a policy must not do, `finish.rs` the report at the end,
+//! `seeds.rs` the seeded streams (each task's, the tick's phase and jitter).
 
+mod checks;
+mod finish;
 mod program;
 pub mod queue;
 mod rt;
+mod seeds;
 
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
-use crate::report::{CpuReport, Hist, Report, RunCounts, TaskRaw, assemble};
+use crate::report::{Hist, Report};
 use crate::time::Nanos;
 use crate::topology::CpuId;
 use crate::workload::{BarrierId, ChanId, CondId, Op, SchedPolicy, TaskSpecId, TimerMode, Workload};
@@ -18,6 +23,8 @@ use queue::EventQueue;
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 use rt::{RtClass, rt_prio};
+pub use seeds::task_rng;
+use seeds::{tick_jitter, tick_phase};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
 
@@ -137,33 +144,6 @@ struct BarrierState {
 
 /// The random-number generator of a task's durations.
 pub type TaskRng = Pcg64Mcg;
-
-/// The random stream of task `t`: one per task, so a task draws the same
-/// durations whatever order a scheduler runs things in, simulated or real.
-pub fn task_rng(seed: u64, t: TaskId) -> Pcg64Mcg {
-    Pcg64Mcg::seed_from_u64(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (t as u64 + 1))
-}
-
-fn splitmix(seed: u64, a: u64, b: u64) -> u64 {
-    // splitmix64 of (seed, a, b): cheap, stateless, deterministic.
-    let mut z = seed ^ a.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ b.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-fn tick_jitter(seed: u64, cpu: CpuId, jiffy: u64, max: Nanos) -> u64 {
-    if max == 0 { 0 } else { splitmix(seed, cpu as u64, jiffy) % max }
-}
-
-/// Where in the jiffy the workload starts: a real one starts at no
-/// particular point of the tick, and its timers (set from its own start)
-/// keep that phase to the tick for the whole run, both being hrtimers on
-/// one clock. Starting every run on a tick made every 4th 1 ms timer of a
-/// HZ=250 run expire on the very nanosecond of a tick.
-fn tick_phase(seed: u64, tick: u64) -> u64 {
-    splitmix(seed, u64::MAX, 0x7469_636b) % tick.max(1)
-}
 
 /// Limits a run's bookkeeping; defaults suit the CLI.
 #[derive(Clone, Debug)]
@@ -785,169 +765,6 @@ impl<'w> Engine<'w> {
             next = self.policy.pick_next(&mut self.sys, cpu);
         }
         self.checked_pick(cpu, next)
-    }
-
-    /// The policy's pick, if the engine can run it: a task that is
-    /// runnable, queued on this CPU and allowed there; and no pick only
-    /// when no task waits on the CPU. Otherwise the policy broke the
-    /// interface: the run ends with the reason, the CPU idle meanwhile.
-    fn checked_pick(&mut self, cpu: CpuId, next: Option<TaskId>) -> Option<TaskId> {
-        let name = |t: TaskId| &self.w.tasks[self.sys.tasks[t as usize].spec as usize].name;
-        let why = match next {
-            None if self.sys.cpus[cpu as usize].nr_running > self.policy.held_back(&self.sys, cpu) => {
-                let waiting = self.sys.tasks.iter().position(|i| i.cpu == cpu && i.state == TaskState::Runnable);
-                format!(
-                    "CPU {cpu} went idle with {} runnable task(s) on its runqueue{}: pick_next must return one (or \
-                     the policy must move them with sys.migrate)",
-                    self.sys.cpus[cpu as usize].nr_running,
-                    waiting.map(|t| format!(", task {t} ({}) among them", name(t as TaskId))).unwrap_or_default()
-                )
-            }
-            None => return None,
-            Some(t) if t as usize >= self.sys.tasks.len() => {
-                format!("CPU {cpu} picked task {t}, which does not exist ({} tasks)", self.sys.tasks.len())
-            }
-            Some(t) => {
-                let info = &self.sys.tasks[t as usize];
-                if info.state == TaskState::Running {
-                    format!("CPU {cpu} picked task {t} ({}), which runs on CPU {}", name(t), info.cpu)
-                } else if info.state != TaskState::Runnable {
-                    format!("CPU {cpu} picked task {t} ({}), which is {:?}, not runnable", name(t), info.state)
-                } else if info.cpu != cpu {
-                    format!(
-                        "CPU {cpu} picked task {t} ({}), which is queued on CPU {}: move it with sys.migrate first",
-                        name(t),
-                        info.cpu
-                    )
-                } else if !self.sys.allowed(t, cpu) {
-                    format!("CPU {cpu} picked task {t} ({}), outside its affinity", name(t))
-                } else {
-                    return next;
-                }
-            }
-        };
-        self.sys.broke(why);
-        None
-    }
-
-    fn check_invariants(&self) -> Result<(), SimError> {
-        let mut running_on = vec![None; self.sys.tasks.len()];
-        for (cpu, info) in self.sys.cpus.iter().enumerate() {
-            if let Some(t) = info.curr {
-                if let Some(other) = running_on[t as usize] {
-                    return Err(SimError::Invariant(format!("task {t} runs on CPU {other} and CPU {cpu}")));
-                }
-                running_on[t as usize] = Some(cpu);
-                let task = &self.sys.tasks[t as usize];
-                if task.state != TaskState::Running || task.cpu != cpu as CpuId {
-                    return Err(SimError::Invariant(format!(
-                        "CPU {cpu} runs task {t} whose state is {:?} on CPU {}",
-                        task.state, task.cpu
-                    )));
-                }
-                if !self.sys.allowed(t, cpu as CpuId) {
-                    return Err(SimError::Invariant(format!("task {t} runs on CPU {cpu} outside its affinity")));
-                }
-            }
-        }
-        let mut counts = vec![0u32; self.sys.nr_cpus as usize];
-        for (t, task) in self.sys.tasks.iter().enumerate() {
-            match task.state {
-                TaskState::Running if running_on[t].is_none() => {
-                    return Err(SimError::Invariant(format!("task {t} is Running but on no CPU")));
-                }
-                TaskState::Runnable | TaskState::Running => counts[task.cpu as usize] += 1,
-                _ => {}
-            }
-        }
-        for (cpu, info) in self.sys.cpus.iter().enumerate() {
-            if counts[cpu] != info.nr_running {
-                return Err(SimError::Invariant(format!(
-                    "CPU {cpu} counts {} runnable tasks but {} are assigned to it",
-                    info.nr_running, counts[cpu]
-                )));
-            }
-        }
-        self.sys.check_idle_counts().map_err(SimError::Invariant)?;
-        self.rt.check(|cpu| self.sys.cpus[cpu as usize].nr_rt).map_err(SimError::Invariant)?;
-        self.policy.check_invariants(&self.sys).map_err(SimError::Invariant)
-    }
-
-    fn report(mut self, stop: Nanos, finished: bool) -> Report {
-        let w = self.w;
-        let mut per_cpu = Vec::new();
-        for (cpu, run) in self.cpu_run.iter_mut().enumerate() {
-            if let Some(since) = run.idle_since.take() {
-                run.idle_ns += stop - since.min(stop);
-            }
-            if self.sys.cpus[cpu].curr.is_some() {
-                run.overhead_ns += run.exec_start.min(stop) - run.switch_at.min(stop);
-            }
-            per_cpu.push(CpuReport {
-                cpu: cpu as u32,
-                busy_ns: stop - run.idle_ns,
-                idle_ns: run.idle_ns,
-                switch_overhead_ns: run.overhead_ns,
-            });
-        }
-        let head = Report {
-            source: "simulated".into(),
-            scheduler: self.policy.name().into(),
-            workload: w.name.clone(),
-            seed: w.seed,
-            cpus: self.sys.nr_cpus,
-            hz: w.machine.hz,
-            tunables: self.policy.tunables().into_iter().map(|t| (t.name.to_string(), t.value)).collect(),
-            per_cpu,
-            extra: self.policy.extra_metrics(&self.sys),
-            absent: self.policy.unsupported(&self.sys),
-            host: None,
-            ..Report::default()
-        };
-        let counts = RunCounts {
-            stop,
-            finished,
-            context_switches: self.switches,
-            migrations: self.sys.migrations,
-            events: self.events,
-        };
-        // The policy's state and the pending events are not part of the
-        // report: freed before the task rows are built, they do not add to
-        // the run's peak memory (with a million tasks, hundreds of MB).
-        let Engine { sys, progs, spec_lat, spec_rps, policy, queue, .. } = self;
-        drop(policy);
-        drop(queue);
-        let raw: Vec<TaskRaw> = sys
-            .tasks
-            .iter()
-            .zip(&progs)
-            .enumerate()
-            .filter(|(_, (info, _))| info.state != TaskState::New)
-            .map(|(t, (info, prog))| {
-                let s = &prog.stats;
-                let spec = &w.tasks[info.spec as usize];
-                TaskRaw {
-                    name: spec.task_name(t as TaskId),
-                    spec: info.spec,
-                    cpu_time: info.sum_exec,
-                    created: s.created,
-                    exited: s.exited,
-                    run_delay: s.run_delay,
-                    wakeups: s.wakeups,
-                    lat_sum: s.lat_sum,
-                    lat_max: s.lat_max,
-                    voluntary: s.voluntary,
-                    involuntary: s.involuntary,
-                    migrations: s.migrations,
-                    work: s.work,
-                    runs: s.runs_done,
-                }
-            })
-            .collect();
-        drop(progs);
-        drop(sys);
-        let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
-        assemble(head, counts, raw, &names, &spec_lat, &spec_rps)
     }
 }
 
