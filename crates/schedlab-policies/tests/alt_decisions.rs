@@ -434,7 +434,7 @@ fn bfs_and_muqss_count_slices_in_their_1024_ns_microseconds() {
     // timeslice() is MS_TO_US(rr_interval) = 6144 "us", counted down by
     // NS_TO_US(ns) = ns >> 10: a 6 ms rr_interval lasts 6.291456 ms, which
     // MuQSS's hrexpiry ends exactly (US_TO_NS). Counted in true
-    // microseconds it was 6.144 ms; muqss-5.10 runs 6.39-6.46 ms.
+    // microseconds it was 6.144 ms; muqss-5.10 runs 6.46-6.52 ms (docs/validation.md).
     let r = run_checked(&scenario("thread-test", Default::default()), "muqss");
     let p50_us = r.specs[0].runtime_per_switch.p50 / 1000;
     assert!((6_280..=6_310).contains(&p50_us), "muqss: spinners ran {p50_us} us a turn");
@@ -489,7 +489,7 @@ fn bfs_and_muqss_split_the_parents_slice_with_each_child() {
     // wake_up_new_task halves the forking task's slice and gives the other
     // half (and its deadline) to the child; under RESCHED_US the parent
     // gives up the CPU. A parent forking every 50 us thus runs well under a
-    // slice a turn (muqss-5.10: 0.89 ms at the median); with a full slice
+    // slice a turn (muqss-5.10: 0.76 ms at the median); with a full slice
     // for every child it ran 3.9-5 ms.
     let w = scenario("fork-burst", Default::default());
     for sched in ["bfs", "muqss"] {
