@@ -210,8 +210,6 @@ pub(crate) struct VirtualDeadlines {
     ratios: [u64; 40],
     tasks: Vec<DeadlineTask>,
     pub curr: Vec<Option<TaskId>>,
-    /// cpu_order (rq_order) of every CPU, computed at the first task.
-    pub order: Vec<Vec<CpuId>>,
     /// MuQSS's can_preempt refuses SCHED_BATCH; BFS v0.512's does not.
     batch_never_preempts: bool,
 }
@@ -254,15 +252,11 @@ impl VirtualDeadlines {
             ratios: prio_ratios(),
             tasks: Vec::with_capacity(w.initial_tasks() as usize),
             curr: vec![None; w.nr_cpus() as usize],
-            order: Vec::new(),
             batch_never_preempts,
         })
     }
 
     pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
-        if self.order.is_empty() {
-            self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
-        }
         if self.tasks.len() <= t as usize {
             self.tasks.resize(t as usize + 1, DeadlineTask::default());
         }

@@ -66,6 +66,9 @@ pub struct Muqss {
     rqs: KeyedQueues,
     /// The runqueue each CPU takes from and queues on (its leader CPU).
     queue_of: Vec<CpuId>,
+    /// cpu_order of each CPU: every CPU in locality order, its own first
+    /// (computed at the first task).
+    order: Vec<Vec<CpuId>>,
     /// rq_order of each CPU: the distinct runqueues in locality order, its
     /// own first (computed with the CPUs' order at the first task).
     rq_order: Vec<Vec<CpuId>>,
@@ -120,6 +123,7 @@ impl Muqss {
             dl,
             rqs: KeyedQueues::new(n as usize),
             queue_of,
+            order: Vec::new(),
             rq_order: Vec::new(),
             timers: SliceTimers::new(n, 1 << 56),
             iso,
@@ -181,8 +185,9 @@ impl Policy for Muqss {
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
         self.dl.task_new(sys, t);
-        if self.rq_order.is_empty() {
-            self.rq_order = self.dl.order.iter().map(|order| rq_order(order, &self.queue_of)).collect();
+        if self.order.is_empty() {
+            self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
+            self.rq_order = self.order.iter().map(|order| rq_order(order, &self.queue_of)).collect();
         }
         // wake_up_new_task (spawned tasks are threads, so never the
         // child-runs-first branch, which needs the forking task to be
@@ -213,7 +218,7 @@ impl Policy for Muqss {
             return prev;
         }
         let mut best = (prev, u32::MAX);
-        for &c in &self.dl.order[prev as usize] {
+        for &c in &self.order[prev as usize] {
             if sys.allowed(t, c) && Self::rq_load(sys, c) < best.1 {
                 best = (c, Self::rq_load(sys, c));
             }
@@ -275,7 +280,7 @@ impl Policy for Muqss {
         }
         // try_preempt: the first CPU in locality order that p can preempt.
         let this_entries = Self::rq_load(sys, cpu);
-        for &c in &self.dl.order[cpu as usize] {
+        for &c in &self.order[cpu as usize] {
             if !self.dl.interactive && c != cpu && Self::rq_load(sys, c) <= this_entries {
                 continue;
             }
