@@ -188,18 +188,6 @@ impl IsoLimit {
     }
 }
 
-/// What `VirtualDeadlines::share_slice` did at a fork.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ForkSplit {
-    /// No parent, or it was not running (a fork from outside the policy).
-    ParentNotRunning,
-    /// The parent's halved slice was under RESCHED_US: it is rescheduled,
-    /// and the child gets no try_preempt, only an idle CPU.
-    ParentUsedUp,
-    /// Parent and child each have `left` of BFS's "us".
-    Shared { parent_cpu: CpuId, left: i64 },
-}
-
 /// What BFS and MuQSS share: rr_interval slices, nice-scaled virtual
 /// deadlines, the task running on each CPU, and how a task compares with
 /// the one a CPU runs (can_preempt) or finds an idle CPU.
@@ -212,6 +200,10 @@ pub(crate) struct VirtualDeadlines {
     pub curr: Vec<Option<TaskId>>,
     /// MuQSS's can_preempt refuses SCHED_BATCH; BFS v0.512's does not.
     batch_never_preempts: bool,
+    /// A task whose coming wakeup does not try_preempt when no CPU is
+    /// idle: a child whose parent's halved slice ran out, or (BFS) a
+    /// WF_SYNC wakee; taken by the next placement or preemption check.
+    no_try_preempt: Option<TaskId>,
 }
 
 impl VirtualDeadlines {
@@ -253,6 +245,7 @@ impl VirtualDeadlines {
             tasks: Vec::with_capacity(w.initial_tasks() as usize),
             curr: vec![None; w.nr_cpus() as usize],
             batch_never_preempts,
+            no_try_preempt: None,
         })
     }
 
@@ -321,25 +314,39 @@ impl VirtualDeadlines {
     /// parent running on its CPU gives half its slice to the child, which
     /// starts with the parent's deadline (BFS copies rq_deadline, MuQSS
     /// keeps dup_task_struct's copy). A parent left with less than
-    /// RESCHED_US gives up the CPU instead, and the child keeps the slice
-    /// and deadline of its own that task_new gave it.
-    pub fn share_slice(&mut self, sys: &mut Sys, child: TaskId, parent: TaskId) -> ForkSplit {
+    /// RESCHED_US gives up the CPU instead, the child keeps the slice and
+    /// deadline of its own that task_new gave it, and its wakeup kicks only
+    /// an idle CPU. Returns the parent's CPU and what it has left of its
+    /// slice when it runs on.
+    pub fn share_slice(&mut self, sys: &mut Sys, child: TaskId, parent: TaskId) -> Option<(CpuId, i64)> {
         let cpu = sys.task(parent).cpu;
         if self.curr[cpu as usize] != Some(parent) {
-            return ForkSplit::ParentNotRunning;
+            return None;
         }
         let half = self.tasks[parent as usize].time_slice / 2;
         self.tasks[parent as usize].time_slice = half;
         if half < RESCHED_US {
             self.expire_now(parent);
             sys.resched(cpu);
-            return ForkSplit::ParentUsedUp;
+            self.hold_preempt(child);
+            return None;
         }
         let deadline = self.tasks[parent as usize].deadline;
         let c = &mut self.tasks[child as usize];
         c.deadline = deadline;
         c.time_slice = half;
-        ForkSplit::Shared { parent_cpu: cpu, left: half }
+        Some((cpu, half))
+    }
+
+    /// `t`'s coming wakeup does not try_preempt unless a CPU is idle.
+    pub fn hold_preempt(&mut self, t: TaskId) {
+        self.no_try_preempt = Some(t);
+    }
+
+    /// Whether `t`'s wakeup was held from try_preempt (the mark is taken:
+    /// it holds for one placement or one preemption check).
+    pub fn preempt_held(&mut self, t: TaskId) -> bool {
+        std::mem::take(&mut self.no_try_preempt) == Some(t)
     }
 
     /// The deadline a task is queued and compared under (p->deadline).
@@ -453,9 +460,6 @@ pub struct Bfs {
     last_tick: Vec<Nanos>,
     dither: Vec<bool>,
     iso: IsoLimit,
-    /// A task whose wakeup does not try_preempt (a WF_SYNC wakeup, or a
-    /// child whose parent's halved slice ran out) when no CPU was idle.
-    no_try_preempt: Option<TaskId>,
 }
 
 /// The ranking bits of best_mask_cpu: lower is better.
@@ -486,7 +490,6 @@ impl Bfs {
             order: Vec::new(),
             last_tick: vec![0; n],
             dither: vec![false; n],
-            no_try_preempt: None,
         })
     }
 
@@ -495,28 +498,24 @@ impl Bfs {
         self.queue.insert(0, t, self.dl.key(sys, t, IDLEPRIO_KEY));
     }
 
-    /// cpu_idle_map, as a wakeup sees it: no task runs on the CPU or was
-    /// sent to it. In the kernel the bit stays set until the kicked CPU
-    /// runs schedule(), microseconds in which a second wakeup would pick
-    /// the same CPU; here tasks woken at one instant would all pick it.
-    fn cpu_idle(sys: &Sys, cpu: CpuId) -> bool {
-        sys.idle(cpu)
-    }
-
     /// resched_best_idle's choice, best_mask_cpu: the task's own CPU if idle,
     /// else the idle allowed CPU of lowest CPUIDLE ranking (ties to the
     /// lowest CPU number). An SMT sibling is preferred unless the rest of
     /// its package is busy; any CPU whose SMT siblings are busy comes last.
+    ///
+    /// Idle is `sys.idle`: no task runs on the CPU or was sent to it. The
+    /// kernel's cpu_idle_map bit stays set until the kicked CPU runs
+    /// schedule(), microseconds in which a second wakeup would pick the same
+    /// CPU; here tasks woken at one instant would all pick it.
     fn best_idle(&self, sys: &Sys, t: TaskId) -> Option<CpuId> {
         let from = sys.task(t).cpu;
-        if sys.allowed(t, from) && Self::cpu_idle(sys, from) {
+        if sys.allowed(t, from) && sys.idle(from) {
             return Some(from);
         }
         let topo = &sys.topology;
-        let all_idle =
-            |cpus: std::ops::Range<CpuId>, but: CpuId| cpus.filter(|&c| c != but).all(|c| Self::cpu_idle(sys, c));
+        let all_idle = |cpus: std::ops::Range<CpuId>, but: CpuId| cpus.filter(|&c| c != but).all(|c| sys.idle(c));
         let mut best: Option<(u32, CpuId)> = None;
-        for c in (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && Self::cpu_idle(sys, c)) {
+        for c in (0..sys.nr_cpus).filter(|&c| sys.allowed(t, c) && sys.idle(c)) {
             let locality = common::locality(sys, from, c);
             let mut ranking = match locality {
                 3.. => CPUIDLE_DIFF_CPU,
@@ -604,15 +603,13 @@ impl Policy for Bfs {
         self.dl.task_new(sys, t);
         // Spawned tasks are threads: p->parent is not the forking thread,
         // so BFS's child-runs-first (for a forked process) does not apply.
-        if let Some(p) = parent
-            && self.dl.share_slice(sys, t, p) == ForkSplit::ParentUsedUp
-        {
-            self.no_try_preempt = Some(t);
+        if let Some(p) = parent {
+            self.dl.share_slice(sys, t, p);
         }
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
-        let skip_preempt = std::mem::take(&mut self.no_try_preempt) == Some(t);
+        let skip_preempt = self.dl.preempt_held(t);
         if let Some(c) = self.best_idle(sys, t) {
             return c;
         }
@@ -624,7 +621,7 @@ impl Policy for Bfs {
         // ttwu_activate: a WF_SYNC waker is about to sleep, so with no idle
         // CPU its wakee waits for it instead of preempting anything.
         if skip_preempt || matches!(kind, WakeKind::Wakeup { sync: true, .. }) {
-            self.no_try_preempt = Some(t);
+            self.dl.hold_preempt(t);
             return stay;
         }
         self.preemptible_cpu(sys, t, stay).unwrap_or(stay)
@@ -698,7 +695,7 @@ impl Policy for Bfs {
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
-        if std::mem::take(&mut self.no_try_preempt) == Some(woken) {
+        if self.dl.preempt_held(woken) {
             return false;
         }
         // IDLEPRIO tasks never preempt anything but idle.

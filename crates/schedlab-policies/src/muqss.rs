@@ -51,7 +51,7 @@
 //! failures (a CPU skips a remote runqueue whose lock another CPU holds at
 //! that instant; the simulation has no such instants).
 
-use crate::bfs::{ForkSplit, IsoAction, IsoLimit, RESCHED_US, VirtualDeadlines, us_to_ns};
+use crate::bfs::{IsoAction, IsoLimit, RESCHED_US, VirtualDeadlines, us_to_ns};
 use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
@@ -75,9 +75,6 @@ pub struct Muqss {
     timers: SliceTimers,
     iso: Vec<IsoLimit>,
     yield_type: i64,
-    /// A child whose parent's halved slice ran out: wake_up_new_task kicks
-    /// only an idle CPU for it, no try_preempt.
-    no_try_preempt: Option<TaskId>,
 }
 
 impl Muqss {
@@ -127,7 +124,6 @@ impl Muqss {
             rq_order: Vec::new(),
             timers: SliceTimers::new(n, 1 << 56),
             iso,
-            no_try_preempt: None,
         })
     }
 
@@ -192,20 +188,16 @@ impl Policy for Muqss {
         // wake_up_new_task (spawned tasks are threads, so never the
         // child-runs-first branch, which needs the forking task to be
         // p->parent).
-        if let Some(p) = parent {
-            match self.dl.share_slice(sys, t, p) {
-                ForkSplit::ParentUsedUp => self.no_try_preempt = Some(t),
-                // The parent runs on with half its slice: hrexpiry again.
-                ForkSplit::Shared { parent_cpu, left } => {
-                    self.timers.arm(sys, parent_cpu, sys.now + us_to_ns(left));
-                }
-                ForkSplit::ParentNotRunning => {}
-            }
+        // The parent runs on with half its slice: hrexpiry again.
+        if let Some(p) = parent
+            && let Some((parent_cpu, left)) = self.dl.share_slice(sys, t, p)
+        {
+            self.timers.arm(sys, parent_cpu, sys.now + us_to_ns(left));
         }
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
-        let skip_preempt = std::mem::take(&mut self.no_try_preempt) == Some(t);
+        let skip_preempt = self.dl.preempt_held(t);
         if let Some(c) = self.dl.best_idle(sys, t) {
             return c;
         }
@@ -213,7 +205,7 @@ impl Policy for Muqss {
         // (sched_fork's set_task_cpu); try_preempt walks from there.
         if kind == WakeKind::New && sys.allowed(t, prev) {
             if skip_preempt {
-                self.no_try_preempt = Some(t);
+                self.dl.hold_preempt(t);
             }
             return prev;
         }
@@ -275,7 +267,7 @@ impl Policy for Muqss {
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
-        if std::mem::take(&mut self.no_try_preempt) == Some(woken) || VirtualDeadlines::is_idleprio(sys, woken) {
+        if self.dl.preempt_held(woken) || VirtualDeadlines::is_idleprio(sys, woken) {
             return false;
         }
         // try_preempt: the first CPU in locality order that p can preempt.

@@ -132,11 +132,11 @@ pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
     if let Some(p90) = extra(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US)
         && others.is_none_or(|o| o >= TIMER_LATE_OTHERS_MIN)
     {
-        return Some(format!(
-            "the guest's timers fired {p90:.0} us late at the 90th percentile while other processes took {:.2} \
-             host CPUs",
-            others.unwrap_or(f64::NAN)
-        ));
+        let host = match others {
+            Some(o) => format!("while other processes took {o:.2} host CPUs"),
+            None => "(the host's other processes were not measured)".to_string(),
+        };
+        return Some(format!("the guest's timers fired {p90:.0} us late at the 90th percentile {host}"));
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if vcpus as usize <= host_cpus
