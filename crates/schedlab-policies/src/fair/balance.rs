@@ -61,11 +61,10 @@ impl Fair {
 impl LbQueues for Fair {
     fn candidates(&self, sys: &Sys, cpu: CpuId, max: usize, out: &mut Vec<TaskId>) {
         let running = sys.cpus[cpu as usize].curr;
-        // TT's can_migrate_task keeps a CPU's dedicated CPU-bound task.
-        let dedicated = self.dedicated.get(cpu as usize).copied().flatten();
+        let kept = self.patch_kept_on(cpu);
         out.extend(self.cpu_tasks[cpu as usize].iter().copied().filter(|&t| {
             Some(t) != running
-                && Some(t) != dedicated
+                && Some(t) != kept
                 && sys.task(t).state == TaskState::Runnable
                 && !self.throttled_hierarchy(self.ents[self.per_task[t as usize].se as usize].rq)
         }));

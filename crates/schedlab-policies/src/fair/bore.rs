@@ -33,9 +33,10 @@
 //! select_idle_sibling (only SMT machines see it).
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
+use super::{Fair, Patch, Variant};
 use crate::weights::task_weight;
 use schedlab_sim::workload::SchedPolicy;
-use schedlab_sim::{Nanos, Sys, TaskId};
+use schedlab_sim::{Dequeue, Enqueue, Nanos, Sys, TaskId, Workload};
 use std::collections::BTreeMap;
 
 pub const MAX_BURST_PENALTY: u32 = (40 << 8) - 1;
@@ -191,9 +192,114 @@ impl Burst {
     }
 }
 
-/// BORE's part of the fair class: the burst score as a weight, and the
-/// score a child inherits.
-impl super::Fair {
+/// BORE's part of the fair class: its constructor, its hooks (see
+/// `patches`), the burst score as a weight, and the score a child inherits.
+impl Fair {
+    /// BORE: EEVDF with burst penalties.
+    pub fn new_bore(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let b = BoreTunables::take(&mut set)?;
+        let mut f = Self::with_tunables(Variant::Eevdf, w, &set).map_err(|e| e.replace("for eevdf", "for bore"))?;
+        // BORE: SCHED_TUNABLESCALING_NONE, base slice a whole number of ticks.
+        f.tun.set("sched_tunable_scaling", 0);
+        f.tun.set("base_slice_ns", b.base_slice(f.tick) as i64);
+        for e in &mut f.ents {
+            e.slice = f.tun.base_slice_ns;
+        }
+        f.patch = Patch::Bore(b);
+        f.burst.reserve_exact(w.initial_tasks() as usize);
+        f.parent_of.reserve_exact(w.initial_tasks() as usize);
+        Ok(f)
+    }
+
+    /// task_fork_bore: the copied prev_penalty, raised to the inherited one.
+    pub(super) fn bore_fork(&mut self, sys: &Sys, t: TaskId, parent: Option<TaskId>, se: u32) {
+        if self.burst.len() <= t as usize {
+            self.burst.resize(t as usize + 1, Burst::default());
+            self.parent_of.resize(t as usize + 1, None);
+            self.children.resize(t as usize + 1, Vec::new());
+        }
+        if let Some(p) = parent {
+            let inherited = self.bore_inherit(sys.now, p);
+            self.parent_of[t as usize] = Some(p);
+            self.children[p as usize].push(t);
+            let parent_prev = self.burst[p as usize].prev_penalty;
+            let Patch::Bore(tun) = &self.patch else { unreachable!("a BORE hook outside bore") };
+            let b = &mut self.burst[t as usize];
+            b.prev_penalty = parent_prev.max(inherited);
+            b.update(tun);
+            self.ents[se as usize].weight = self.bore_weight(sys, t);
+        }
+    }
+
+    /// futex_wait_queue sets the flag before schedule() and clears it when
+    /// the task runs again: a wakeup's placement sees it.
+    pub(super) fn bore_wakeup(&mut self, sys: &Sys, t: TaskId, how: Enqueue) {
+        self.burst[t as usize].futex_waiting = how == Enqueue::Wakeup && sys.task(t).futex_wait;
+    }
+
+    /// A sleep restarts the burst; an exit leaves the parent's children.
+    pub(super) fn bore_dequeue(&mut self, sys: &Sys, t: TaskId, why: Dequeue) {
+        if why == Dequeue::Sleep {
+            let Patch::Bore(tun) = &self.patch else { unreachable!("a BORE hook outside bore") };
+            let b = &mut self.burst[t as usize];
+            let old = b.score;
+            if b.restart(tun) != old {
+                self.bore_reweight(sys, t);
+            }
+        }
+        if why == Dequeue::Exit
+            && let Some(p) = self.parent_of[t as usize]
+        {
+            self.children[p as usize].retain(|&c| c != t);
+        }
+    }
+
+    /// update_curr's update_burst_penalty, before the run is charged at
+    /// the weight it sets.
+    pub(super) fn bore_charge(&mut self, sys: &Sys, t: TaskId, delta: Nanos) {
+        let Patch::Bore(tun) = &self.patch else { unreachable!("a BORE hook outside bore") };
+        let b = &mut self.burst[t as usize];
+        b.futex_waiting = false;
+        b.burst_time += delta;
+        let old = b.score;
+        if b.update(tun) != old {
+            self.bore_reweight(sys, t);
+        }
+    }
+
+    /// restart_burst_rescale_deadline, even when alone on the CPU.
+    pub(super) fn bore_yield(&mut self, sys: &Sys, t: TaskId) {
+        let Patch::Bore(tun) = &self.patch else { unreachable!("a BORE hook outside bore") };
+        let se = self.per_task[t as usize].se;
+        let old_w = self.ents[se as usize].weight;
+        let b = &mut self.burst[t as usize];
+        let old = b.score;
+        if b.restart(tun) != old {
+            let vremain = self.ents[se as usize].deadline - self.ents[se as usize].vruntime;
+            self.bore_reweight(sys, t);
+            let new_w = self.ents[se as usize].weight;
+            if new_w > old_w {
+                // The priority rose: the remaining request, kept in real
+                // time, is rescaled to the new weight.
+                let e = &mut self.ents[se as usize];
+                e.deadline = e.vruntime + (vremain as i128 * old_w as i128 / new_w as i128) as i64;
+            }
+        }
+    }
+
+    /// place_entity's deadline: half a slice for a waking or new task, none
+    /// for one woken from a futex wait (its deadline is its vruntime).
+    pub(super) fn bore_deadline_vslice(&self, task: u32, initial: bool, wakeup: bool, vslice: i64) -> i64 {
+        if task != super::NONE && self.burst[task as usize].futex_waiting {
+            0
+        } else if initial || wakeup {
+            vslice / 2
+        } else {
+            vslice
+        }
+    }
+
     /// BORE: the weight of nice + burst score (effective_prio).
     pub(super) fn bore_weight(&self, sys: &Sys, t: TaskId) -> u64 {
         let info = sys.task(t);
@@ -215,14 +321,13 @@ impl super::Fair {
 
     /// The burst score of a task under BORE (tests, reports).
     pub fn burst_score(&self, t: TaskId) -> Option<u32> {
-        self.bore.as_ref().map(|_| self.burst[t as usize].score)
+        self.bore().map(|_| self.burst[t as usize].score)
     }
 
     /// inherit_from_parent: the parent's children's average penalty, at
     /// least the parent's own, cached for sched_burst_cache_lifetime.
     pub(super) fn bore_inherit(&mut self, now: Nanos, parent: TaskId) -> u32 {
-        let b = self.bore.as_ref().expect("bore");
-        let lifetime = b.cache_lifetime;
+        let lifetime = self.bore().expect("a BORE hook outside bore").cache_lifetime;
         if let Some((score, at)) = self.burst[parent as usize].child_cache
             && at + lifetime >= now
         {

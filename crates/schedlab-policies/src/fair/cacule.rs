@@ -57,7 +57,11 @@
 //! reads; the model's PELT decays it as CFS does.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
-use schedlab_sim::{Nanos, TaskId, Tunable};
+use super::{Fair, Patch, Variant, rdb};
+use crate::smp::{Balancer, LbTunables};
+use crate::weights::calc_delta_fair;
+use schedlab_sim::workload::SchedPolicy;
+use schedlab_sim::{Enqueue, Nanos, Sys, TaskId, Tunable, WakeKind, Workload};
 use std::collections::BTreeMap;
 
 const YIELD_MARK: u64 = 1 << 63;
@@ -320,10 +324,110 @@ pub(super) fn normalize_lifetime(
     true
 }
 
-/// CacULE's part of the fair class: the scores its list is ordered by.
-impl super::Fair {
+/// CacULE's part of the fair class: its constructor, its hooks (see
+/// `patches`) and the scores its list is ordered by.
+impl Fair {
+    /// CacULE: CFS ordered by interactivity score, balanced by RDB.
+    pub fn new_cacule(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let c = CaculeTunables::take(&mut set)?;
+        Self::refuse_unknown("cacule", w, &c.list(), CaculeTunables::hides)?;
+        let c_interval = c.rdb_interval_ms;
+        let own_cost = set.contains_key("migration_cost_ns");
+        let mut f = Self::with_tunables(Variant::Cfs, w, &set)?;
+        f.patch = Patch::Cacule(c);
+        if !own_cost {
+            f.tun.set("migration_cost_ns", 200_000);
+        }
+        // The patch takes SIS_UTIL out (SIS_PROP is back on).
+        f.tun.set("SIS_UTIL", 0);
+        f.rdb = Some(rdb::Rdb::new(w, c_interval));
+        f.lb = Some(Balancer::new(
+            &w.machine.topology,
+            LbTunables {
+                migration_cost_ns: f.tun.migration_cost_ns,
+                nr_migrate: f.tun.nr_migrate,
+                sis_util: f.tun.features.sis_util,
+            },
+        ));
+        // A group's entity is zeroed memory (alloc_fair_sched_group):
+        // every stamp of its node is sched_clock 0, the boot, `uptime`
+        // before the workload starts.
+        f.cnodes = vec![Node::at_boot(w.machine.uptime); f.ents.len()];
+        f.boot = 0u64.wrapping_sub(w.machine.uptime);
+        f.cnodes.reserve_exact(w.initial_tasks() as usize);
+        Ok(f)
+    }
+
+    fn cacule_tun(&self) -> &CaculeTunables {
+        self.cacule().expect("a CacULE hook outside cacule")
+    }
+
+    /// wake_up_new_task stamps cacule_start_time.
+    pub(super) fn cacule_fork(&mut self, sys: &Sys, t: TaskId) {
+        self.cnodes.push(Node::born(sys.now, self.boot, sys.task(t).policy == SchedPolicy::Idle));
+    }
+
+    /// CacULE drops wake_affine: select_idle_sibling around prev.
+    pub(super) fn cacule_wake_kind(kind: WakeKind) -> WakeKind {
+        match kind {
+            WakeKind::Wakeup { sync, .. } => WakeKind::Wakeup { waker: None, waker_cpu: None, sync },
+            k => k,
+        }
+    }
+
+    pub(super) fn cacule_enqueue(&mut self, sys: &Sys, t: TaskId, how: Enqueue, migrated: bool) {
+        let se = self.per_task[t as usize].se as usize;
+        if how == Enqueue::New {
+            // task_struct start_time is the fork: a task whose workload
+            // start lies later is born then, not when the engine made it.
+            self.cnodes[se].start_time = sys.now;
+        }
+        if migrated {
+            // ENQUEUE_MIGRATED (6.1.y's activate_task sets it on every
+            // migration): cache-cold, and not movable by RDB until it runs.
+            self.cnodes[se].exec_start = 0;
+        }
+    }
+
+    /// update_curr's vruntime, CacULE's own, at every level.
+    pub(super) fn cacule_charge(&mut self, sys: &Sys, t: TaskId, delta: Nanos) {
+        let Patch::Cacule(c) = &self.patch else { unreachable!("a CacULE hook outside cacule") };
+        let mut se = self.per_task[t as usize].se;
+        loop {
+            let w = self.ents[se as usize].weight;
+            self.cnodes[se as usize].charge(sys.now, calc_delta_fair(delta, w), c);
+            let up = self.rqs[self.ents[se as usize].rq as usize].se;
+            if up == super::NONE {
+                break;
+            }
+            se = up;
+        }
+    }
+
+    /// CacULE's check_preempt_tick: resched unless the pick is the running
+    /// entity.
+    pub(super) fn cacule_check_preempt_tick(&self, rq: u32, se: u32, now: Nanos) -> bool {
+        self.pick_cacule(rq, now) != Some(se)
+    }
+
+    /// check_preempt_wakeup's entity_before(curr, woken): the woken entity
+    /// preempts when its scores sum strictly lower than the running one's;
+    /// no buddies.
+    pub(super) fn cacule_wakeup_preempt(&self, se: u32, pse: u32, now: Nanos) -> bool {
+        before(self.cacule_key(se, now), self.cacule_key(pse, now))
+    }
+
+    /// yield_task_fair marks before the lone-task test and sets no skip
+    /// buddy: the mark is all a yield does.
+    pub(super) fn cacule_yield(&mut self, t: TaskId) {
+        if self.cacule_tun().yield_mark {
+            self.cnodes[self.per_task[t as usize].se as usize].mark_yield();
+        }
+    }
+
     pub(super) fn cacule_score(&self, se: u32, now: Nanos) -> u64 {
-        let m = self.cacule.as_ref().expect("cacule").interactivity_factor;
+        let m = self.cacule_tun().interactivity_factor;
         self.cnodes[se as usize].score(now, m)
     }
 
@@ -332,7 +436,7 @@ impl super::Fair {
     /// its cfs_rq's running entity scored as running.
     pub(super) fn cacule_key(&self, se: u32, now: Nanos) -> (bool, u32) {
         let running = self.rqs[self.ents[se as usize].rq as usize].curr == Some(se);
-        self.cnodes[se as usize].key(now, running, self.cacule.as_ref().expect("cacule"))
+        self.cnodes[se as usize].key(now, running, self.cacule_tun())
     }
 
     /// CacULE's pick_next_entity: the lowest key in the list (on a tie,
@@ -357,7 +461,7 @@ impl super::Fair {
 
     /// The CacULE interactivity score of `t` at `now` (tests, reports).
     pub fn interactivity_score(&self, t: TaskId, now: Nanos) -> Option<u64> {
-        self.cacule.as_ref().map(|_| self.cacule_score(self.per_task[t as usize].se, now))
+        self.cacule().map(|_| self.cacule_score(self.per_task[t as usize].se, now))
     }
 }
 

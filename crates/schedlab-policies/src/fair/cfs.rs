@@ -43,21 +43,14 @@ impl Fair {
         calc_delta_fair(self.sched_slice(se), self.ents[se as usize].weight) as i64
     }
 
-    /// CFS pick_next_entity with the skip, next and last buddies; under TT
-    /// "first" and "before" are by HRRN_PERCENT (the buddies still compare
-    /// CFS vruntime).
+    /// CFS pick_next_entity with the skip, next and last buddies. "First"
+    /// and "before" follow the list order (TT's HRRN); the buddies compare
+    /// CFS vruntime whatever the order.
     pub(super) fn pick_cfs(&mut self, rq: u32, now: Nanos) -> Option<u32> {
-        let tt = self.tt.is_some();
         let r = &self.rqs[rq as usize];
         let curr = r.curr.filter(|&c| self.ents[c as usize].on_rq);
-        let first = if tt { self.tt_first(rq, now, None) } else { r.leftmost.map(|(_, s)| s) };
-        let before = |a: u32, b: u32| {
-            if tt {
-                tt::Node::before(&self.tnodes[a as usize], &self.tnodes[b as usize], now)
-            } else {
-                self.ents[a as usize].vruntime < self.ents[b as usize].vruntime
-            }
-        };
+        let first = self.first_entity(rq, now);
+        let before = |a: u32, b: u32| self.entity_before(a, b, now);
         let mut left = match (first, curr) {
             (None, c) => c?,
             (Some(f), Some(c)) if before(c, f) => c,
@@ -68,7 +61,7 @@ impl Fair {
             let second = if Some(se) == curr {
                 first
             } else {
-                let next_in_tree = if tt { self.tt_first(rq, now, Some(se)) } else { r.tree.next(&self.ents, se) };
+                let next_in_tree = self.next_entity(rq, now, se);
                 match (next_in_tree, curr) {
                     (None, c) => c,
                     (Some(n), Some(c)) if before(c, n) => Some(c),
@@ -90,6 +83,31 @@ impl Fair {
         left = se;
         self.clear_buddies(rq, left);
         Some(left)
+    }
+
+    /// check_preempt_tick for the running `se` of `rq`, queued with others:
+    /// whether it ran its slice, or is behind the first entity by more
+    /// than a slice after running at least the minimum granularity.
+    pub(super) fn check_preempt_tick(&mut self, rq: u32, se: u32, now: Nanos) -> bool {
+        let ideal = self.sched_slice(se);
+        let e = &self.ents[se as usize];
+        let ran = e.sum_exec - e.prev_sum_exec;
+        if ran > ideal {
+            self.clear_buddies(rq, se);
+            return true;
+        }
+        if ran < self.tun.sched_min_granularity_ns {
+            return false;
+        }
+        let Some(first) = self.first_entity(rq, now) else {
+            return false;
+        };
+        // CFS's `delta < 0` test; TT's patch puts its entity_before there.
+        if self.entity_before(se, first, now) {
+            return false;
+        }
+        let d = self.ents[se as usize].vruntime - self.ents[first as usize].vruntime;
+        d > ideal as i64
     }
 
     /// wakeup_preempt_entity(curr, se): 1 when se leads curr by more than

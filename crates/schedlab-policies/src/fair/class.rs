@@ -9,27 +9,16 @@ use super::*;
 
 impl Policy for Fair {
     fn name(&self) -> &'static str {
-        match (self.variant, &self.bore, self.order()) {
-            (Variant::Cfs, _, ListOrder::Cacule) => "cacule",
-            (Variant::Cfs, _, ListOrder::Tt) => "tt",
-            (Variant::Cfs, _, ListOrder::Tree) => "cfs",
-            (Variant::Eevdf, None, _) => "eevdf",
-            (Variant::Eevdf, Some(_), _) => "bore",
+        match (self.patch_name(), self.variant) {
+            (Some(patch), _) => patch,
+            (None, Variant::Cfs) => "cfs",
+            (None, Variant::Eevdf) => "eevdf",
         }
     }
 
     fn tunables(&self) -> Vec<Tunable> {
         let mut all = self.tun.list();
-        if let Some(b) = &self.bore {
-            all.extend(b.list());
-        }
-        if let Some(c) = &self.cacule {
-            all.retain(|t| !CaculeTunables::hides(t.name));
-            all.extend(c.list());
-        }
-        if let Some(t) = &self.tt {
-            all.extend(t.list());
-        }
+        self.patch_tunables(&mut all);
         all
     }
 
@@ -62,35 +51,7 @@ impl Policy for Fair {
         }
         self.per_task[t as usize].se = se;
         self.wakees.task_new(sys, t);
-        if self.cacule.is_some() {
-            // wake_up_new_task stamps cacule_start_time.
-            self.cnodes.push(cacule::Node::born(sys.now, self.boot, sys.task(t).policy == SchedPolicy::Idle));
-        }
-        if self.tt.is_some() {
-            // TT has no group entities: one node per entity, in order.
-            self.tnodes.push(tt::Node::new(sys.now));
-            if self.last_charge.len() <= t as usize {
-                self.last_charge.resize(t as usize + 1, (0, 0));
-            }
-        }
-        if self.bore.is_some() {
-            if self.burst.len() <= t as usize {
-                self.burst.resize(t as usize + 1, bore::Burst::default());
-                self.parent_of.resize(t as usize + 1, None);
-                self.children.resize(t as usize + 1, Vec::new());
-            }
-            if let Some(p) = parent {
-                // task_fork_bore: the copied prev_penalty, raised to the inherited one.
-                let inherited = self.bore_inherit(sys.now, p);
-                self.parent_of[t as usize] = Some(p);
-                self.children[p as usize].push(t);
-                let parent_prev = self.burst[p as usize].prev_penalty;
-                let b = &mut self.burst[t as usize];
-                b.prev_penalty = parent_prev.max(inherited);
-                b.update(self.bore.as_ref().expect("bore"));
-                self.ents[se as usize].weight = self.bore_weight(sys, t);
-            }
-        }
+        self.patch_fork(sys, t, parent, se);
     }
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
@@ -98,13 +59,7 @@ impl Policy for Fair {
         if self.ents[self.per_task[t as usize].se as usize].delayed {
             return prev;
         }
-        // CacULE drops wake_affine: select_idle_sibling around prev.
-        let kind = match kind {
-            WakeKind::Wakeup { sync, .. } if self.cacule.is_some() => {
-                WakeKind::Wakeup { waker: None, waker_cpu: None, sync }
-            }
-            k => k,
-        };
+        let kind = self.patch_wake_kind(kind);
         // The wakee state is taken out for the call: the policy itself is
         // the runqueues select_task_rq reads.
         let mut wakees = std::mem::take(&mut self.wakees);
@@ -115,51 +70,15 @@ impl Policy for Fair {
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, how: Enqueue) {
-        if how == Enqueue::New {
-            // task_struct start_time is the fork: a task whose workload
-            // start lies later is born then, not when the engine made it.
-            let se = self.per_task[t as usize].se as usize;
-            if self.cacule.is_some() {
-                self.cnodes[se].start_time = sys.now;
-            }
-            if self.tt.is_some() {
-                self.tnodes[se].start_time = sys.now;
-            }
-        }
-        if self.bore.is_some() {
-            // futex_wait_queue sets it before schedule() and clears it when
-            // the task runs again: a wakeup's placement sees it.
-            self.burst[t as usize].futex_waiting = how == Enqueue::Wakeup && sys.task(t).futex_wait;
-        }
+        self.patch_wakeup(sys, t, how);
         self.enqueue_task(sys, cpu, t, how);
-        if self.rdb.is_some() {
-            self.rdb_update_is(sys, cpu);
-        }
+        self.patch_rq_changed(sys, cpu);
     }
 
     fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, why: Dequeue) {
-        if let Some(tun) = &self.bore {
-            if why == Dequeue::Sleep {
-                let b = &mut self.burst[t as usize];
-                let old = b.score;
-                if b.restart(tun) != old {
-                    self.bore_reweight(sys, t);
-                }
-            }
-            if why == Dequeue::Exit
-                && let Some(p) = self.parent_of[t as usize]
-            {
-                self.children[p as usize].retain(|&c| c != t);
-            }
-        }
+        self.patch_dequeue(sys, t, why);
         let se = self.per_task[t as usize].se;
         let rq = self.ents[se as usize].rq;
-        if self.tt.is_some() {
-            // dequeue_entity's TT block runs before its update_curr: the
-            // run charged at this very moment opens the next burst.
-            let (at, delta) = self.last_charge[t as usize];
-            self.tnodes[se as usize].sleep(if at == sys.now { delta } else { 0 });
-        }
         self.list_remove(cpu, t);
         if self.variant == Variant::Eevdf
             && why == Dequeue::Sleep
@@ -167,7 +86,7 @@ impl Policy for Fair {
             && !self.eligible(rq, se)
         {
             // DELAY_DEQUEUE: stays in the tree, ineligible, until picked.
-            if self.tun.features.delay_zero && self.bore.as_ref().is_some_and(|b| b.sched_bore) {
+            if self.tun.features.delay_zero && self.patch_lag_at_delay() {
                 self.update_entity_lag(rq, se);
             }
             self.ents[se as usize].delayed = true;
@@ -176,16 +95,14 @@ impl Policy for Fair {
         }
         self.dequeue_task_entities(se, true);
         self.pelt_task(sys, t, false);
-        if self.rdb.is_some() {
-            self.rdb_update_is(sys, cpu);
-        }
+        self.patch_rq_changed(sys, cpu);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
         let prev_task = self.running_task(cpu);
-        if let Some(p) = prev_task.filter(|&p| self.tt.is_some() && sys.task(p).state == TaskState::Runnable) {
+        if let Some(p) = prev_task.filter(|&p| sys.task(p).state == TaskState::Runnable) {
             // put_prev_entity of a task still queued runs update_curr.
-            self.tt_update_curr(sys, cpu, p, 0);
+            self.patch_update_curr(sys, cpu, p);
         }
         if let (Some(p), Some(dst)) = (prev_task, self.push_to[cpu as usize].take()) {
             // Active balance: the stopper pushes the running task away.
@@ -197,13 +114,7 @@ impl Policy for Fair {
         let next = self.pick_task(sys, cpu);
         let prev_task = self.running_task(cpu);
         if let Some(p) = prev_task {
-            // pick_next_task_fair: the yield mark lasts one pick.
-            let pse = self.per_task[p as usize].se as usize;
-            if self.cacule.is_some() {
-                self.cnodes[pse].unmark_yield();
-            } else if self.tt.is_some() {
-                self.tnodes[pse].unmark_yield();
-            }
+            self.patch_picked(p);
         }
         match (prev_task, next) {
             (Some(p), Some(n)) if p == n => {}
@@ -251,19 +162,7 @@ impl Policy for Fair {
             self.cpu_util[cpu as usize].set(sys.now, 1024, 1);
             self.hrtick_start(sys, cpu, n);
         }
-        if self.rdb.is_some() {
-            // update_stats_curr_start down the picked chain, then update_IS
-            // (or, going idle, nothing left to give).
-            let mut se = next.map_or(NONE, |n| self.per_task[n as usize].se);
-            while se != NONE {
-                self.cnodes[se as usize].start_run(sys.now);
-                se = self.rqs[self.ents[se as usize].rq as usize].se;
-            }
-            match next {
-                Some(_) => self.rdb_update_is(sys, cpu),
-                None => self.rdb_clear(cpu),
-            }
-        }
+        self.patch_set_next(sys, cpu, next);
         next
     }
 
@@ -272,15 +171,7 @@ impl Policy for Fair {
     }
 
     fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
-        if let Some(tun) = &self.bore {
-            let b = &mut self.burst[t as usize];
-            b.futex_waiting = false;
-            b.burst_time += delta;
-            let old = b.score;
-            if b.update(tun) != old {
-                self.bore_reweight(sys, t);
-            }
-        }
+        self.patch_before_charge(sys, t, delta);
         let mut se = self.per_task[t as usize].se;
         let mut resched = false;
         loop {
@@ -305,20 +196,13 @@ impl Policy for Fair {
                     }
                 }
             }
-            if let Some(c) = &self.cacule {
-                let w = self.ents[se as usize].weight;
-                self.cnodes[se as usize].charge(sys.now, calc_delta_fair(delta, w), c);
-            }
             let up = self.rqs[rq as usize].se;
             if up == NONE {
                 break;
             }
             se = up;
         }
-        if self.tt.is_some() {
-            self.tt_update_curr(sys, cpu, t, delta);
-            self.last_charge[t as usize] = (sys.now, delta);
-        }
+        self.patch_charged(sys, cpu, t, delta);
         if resched {
             sys.resched(cpu);
         }
@@ -328,38 +212,18 @@ impl Policy for Fair {
         if self.variant != Variant::Cfs {
             return;
         }
-        if self.tt.is_some() {
-            self.tt_check_dedicated(cpu);
-        }
+        self.patch_tick(cpu);
         // entity_tick -> check_preempt_tick at every level.
         let mut se = self.per_task[curr as usize].se;
         loop {
             let rq = self.ents[se as usize].rq;
-            if self.cacule.is_some() {
-                // CacULE's check_preempt_tick: resched unless the pick is curr.
-                if self.rqs[rq as usize].nr_queued > 1
-                    && self.rqs[rq as usize].curr == Some(se)
-                    && self.pick_cacule(rq, sys.now) != Some(se)
-                {
+            if self.rqs[rq as usize].nr_queued > 1 && self.rqs[rq as usize].curr == Some(se) {
+                let resched = match self.patch_check_preempt_tick(rq, se, sys.now) {
+                    Some(resched) => resched,
+                    None => self.check_preempt_tick(rq, se, sys.now),
+                };
+                if resched {
                     sys.resched(cpu);
-                }
-            } else if self.rqs[rq as usize].nr_queued > 1 && self.rqs[rq as usize].curr == Some(se) {
-                let ideal = self.sched_slice(se);
-                let e = &self.ents[se as usize];
-                let ran = e.sum_exec - e.prev_sum_exec;
-                if ran > ideal {
-                    self.clear_buddies(rq, se);
-                    sys.resched(cpu);
-                } else if ran >= self.tun.sched_min_granularity_ns
-                    && let Some(first) = self.tick_first(rq, sys.now)
-                {
-                    // TT: a running task ahead by HRRN is left alone.
-                    let tt_ahead = self.tt.is_some()
-                        && tt::Node::before(&self.tnodes[se as usize], &self.tnodes[first as usize], sys.now);
-                    let d = e.vruntime - self.ents[first as usize].vruntime;
-                    if !tt_ahead && d > ideal as i64 {
-                        sys.resched(cpu);
-                    }
                 }
             }
             let up = self.rqs[rq as usize].se;
@@ -368,10 +232,8 @@ impl Policy for Fair {
             }
             se = up;
         }
-        if self.rdb.is_some() {
-            // task_tick_fair's update_IS.
-            self.rdb_update_is(sys, cpu);
-        }
+        // task_tick_fair's update_IS.
+        self.patch_rq_changed(sys, cpu);
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
@@ -393,14 +255,8 @@ impl Policy for Fair {
         }
         let (se, pse) = self.matching(self.per_task[curr as usize].se, pse0);
         let rq = self.ents[se as usize].rq;
-        if self.tt.is_some() {
-            // check_preempt_wakeup's update_curr, after enqueue_entity's.
-            self.tt_update_curr(sys, cpu, curr, 0);
-        }
-        if self.cacule.is_some() {
-            // entity_before(curr, woken): the woken entity preempts when its
-            // scores sum strictly lower than the running one's; no buddies.
-            return cacule::before(self.cacule_key(se, sys.now), self.cacule_key(pse, sys.now));
+        if let Some(preempt) = self.patch_wakeup_preempt(sys, cpu, curr, se, pse) {
+            return preempt;
         }
         match self.variant {
             Variant::Cfs => {
@@ -441,45 +297,13 @@ impl Policy for Fair {
     }
 
     fn yield_task(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        if let Some(tun) = &self.bore {
-            // restart_burst_rescale_deadline, even when alone on the CPU.
-            let se = self.per_task[t as usize].se;
-            let old_w = self.ents[se as usize].weight;
-            let b = &mut self.burst[t as usize];
-            let old = b.score;
-            if b.restart(tun) != old {
-                let vremain = self.ents[se as usize].deadline - self.ents[se as usize].vruntime;
-                self.bore_reweight(sys, t);
-                let new_w = self.ents[se as usize].weight;
-                if new_w > old_w {
-                    // The priority rose: the remaining request, kept in real
-                    // time, is rescaled to the new weight.
-                    let e = &mut self.ents[se as usize];
-                    e.deadline = e.vruntime + (vremain as i128 * old_w as i128 / new_w as i128) as i64;
-                }
-            }
-        }
-        if let Some(c) = &self.cacule {
-            // CacULE marks before the lone-task test and sets no skip buddy.
-            if c.yield_mark {
-                self.cnodes[self.per_task[t as usize].se as usize].mark_yield();
-            }
+        if self.patch_yield(sys, cpu, t) {
             return;
         }
         if sys.cpus[cpu as usize].nr_running <= 1 {
             return;
         }
         let se = self.per_task[t as usize].se;
-        if self.tt.is_some() {
-            // yield_task_fair marks, then its update_curr runs detect_type
-            // on the marked vruntime: (wait + run) / run is 1 and the run
-            // share wraps to 0, so the yielder turns BATCH (+19) until it
-            // next runs, which is what keeps a yield-looping task's TT
-            // vruntime growing. The run itself was charged just before.
-            let tun = self.tt.as_ref().expect("tt");
-            let change = self.tnodes[se as usize].yield_now(sys.now, tun);
-            self.tt_type_changed(cpu, t, change);
-        }
         match self.variant {
             Variant::Cfs => {
                 // set_skip_buddy at every level.
@@ -512,8 +336,7 @@ impl Policy for Fair {
     }
 
     fn balance(&mut self, sys: &mut Sys, cpu: CpuId, _idle: bool) {
-        if self.rdb.is_some() {
-            self.rdb_tick(sys, cpu);
+        if self.patch_balance(sys, cpu, false) {
             return;
         }
         let mut lb = self.lb.take().expect("balancer present outside balancing");
@@ -522,8 +345,7 @@ impl Policy for Fair {
     }
 
     fn newidle_balance(&mut self, sys: &mut Sys, cpu: CpuId) {
-        if self.rdb.is_some() {
-            self.rdb_newidle(sys, cpu);
+        if self.patch_balance(sys, cpu, true) {
             return;
         }
         let mut lb = self.lb.take().expect("balancer present outside balancing");
@@ -581,24 +403,14 @@ impl Policy for Fair {
 
     fn extra_metrics(&self, sys: &Sys) -> Vec<(String, f64)> {
         let mut out = Vec::new();
-        if let Some(rdb) = &self.rdb {
-            out.push(("rdb_migrations".into(), rdb.moves as f64));
-        } else if let Some(lb) = &self.lb {
+        if !self.patch_balancer_metrics(&mut out)
+            && let Some(lb) = &self.lb
+        {
             out.push(("lb_count".into(), lb.lb_count as f64));
             out.push(("lb_migrations".into(), lb.balanced_moves as f64));
             out.push(("active_balance_pushes".into(), lb.active_moves as f64));
         }
-        if self.tt.is_some() {
-            // How TT classified the tasks, as of the end of the run.
-            for ty in [TaskType::Realtime, TaskType::Interactive, TaskType::NoType, TaskType::CpuBound, TaskType::Batch]
-            {
-                let n = (0..sys.tasks.len() as TaskId)
-                    .filter(|&t| !sys.task(t).policy.is_rt() && sys.task(t).state != TaskState::Exited)
-                    .filter(|&t| self.tnodes[self.per_task[t as usize].se as usize].task_type == ty)
-                    .count();
-                out.push((format!("tt_tasks_{}", ty.name()), n as f64));
-            }
-        }
+        self.patch_metrics(sys, &mut out);
         for (g, bw) in self.bw.iter().enumerate() {
             if let Some(bw) = bw {
                 let name = &sys.groups[g].name;
@@ -617,7 +429,7 @@ impl Policy for Fair {
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
         let mut out = crate::common::no_iso(self.name(), sys);
         if self.flat {
-            out.extend(crate::common::no_groups("tt", sys));
+            out.extend(crate::common::no_groups(self.name(), sys));
         }
         out
     }
@@ -678,12 +490,6 @@ impl Policy for Fair {
 }
 
 impl Fair {
-    /// The entity check_preempt_tick compares against: the leftmost, or
-    /// under TT the list's lowest HRRN.
-    fn tick_first(&self, rq: u32, now: Nanos) -> Option<u32> {
-        if self.tt.is_some() { self.tt_first(rq, now, None) } else { self.rqs[rq as usize].leftmost.map(|(_, s)| s) }
-    }
-
     fn running_task(&self, cpu: CpuId) -> Option<TaskId> {
         let mut rq = self.root(cpu);
         loop {

@@ -36,10 +36,7 @@ impl Fair {
     /// tick, whichever is longer (halved under BORE).
     pub(super) fn entity_lag(&self, avg: i64, se: u32) -> i64 {
         let e = &self.ents[se as usize];
-        let mut limit = calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64;
-        if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
-            limit >>= 1;
-        }
+        let limit = self.patch_lag_limit(calc_delta_fair((2 * e.slice).max(self.tick_ns()), e.weight) as i64);
         (avg - e.vruntime).clamp(-limit, limit)
     }
 
@@ -64,11 +61,7 @@ impl Fair {
         }
         let eligible = self.eligibility(rq);
         let curr = curr_on.filter(|&c| eligible(self.ents[c as usize].vruntime));
-        // Under BORE, RUN_TO_PARITY_BORE (off by default) stands for it.
-        let protect = match &self.bore {
-            Some(b) if b.sched_bore => b.run_to_parity,
-            _ => protect,
-        };
+        let protect = self.patch_run_to_parity(protect);
         if let Some(c) = curr
             && protect
             && self.protect_slice(c)

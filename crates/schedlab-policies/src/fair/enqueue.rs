@@ -52,16 +52,13 @@ impl Fair {
                     e.rel_deadline = false;
                     return;
                 }
-                if self.bore.as_ref().is_some_and(|b| b.sched_bore) {
-                    if e.task != NONE && self.burst[e.task as usize].futex_waiting {
-                        // A futex waiter's deadline is its vruntime.
-                        vslice = 0;
-                    } else if initial || wakeup {
-                        vslice /= 2;
-                    }
+                let task = e.task;
+                if let Some(v) = self.patch_deadline_vslice(task, initial, wakeup, vslice) {
+                    vslice = v;
                 } else if self.tun.features.place_deadline_initial && initial {
                     vslice /= 2;
                 }
+                let e = &mut self.ents[se as usize];
                 e.deadline = e.vruntime + vslice;
             }
         }
@@ -71,8 +68,7 @@ impl Fair {
         let is_curr = self.rqs[rq as usize].curr == Some(se);
         match self.variant {
             Variant::Cfs => {
-                // CacULE has no place_entity.
-                if (initial || wakeup) && self.cacule.is_none() {
+                if (initial || wakeup) && self.patch_keeps_cfs_placement() {
                     self.place_entity(rq, se, initial, wakeup);
                 }
             }
@@ -115,28 +111,15 @@ impl Fair {
             return;
         }
         let old = self.ents[se as usize].rq;
-        if self.tt.is_some() {
-            // enqueue_entity's TT block, and migrate_task_rq_fair's unmark.
-            let node = &mut self.tnodes[se as usize];
-            if old != target {
-                node.unmark_yield();
-            }
-            let change = node.enqueue(sys.now, how == Enqueue::Wakeup, old != target);
-            self.tt_type_changed(cpu, t, change);
-        }
+        self.patch_enqueue(sys, cpu, t, how, old != target);
         if old != target {
-            if self.cacule.is_some() {
-                // ENQUEUE_MIGRATED (6.1.y's activate_task sets it on every
-                // migration): cache-cold, and not movable by RDB until it runs.
-                self.cnodes[se as usize].exec_start = 0;
-            }
-            if self.variant == Variant::Cfs && how != Enqueue::New && self.cacule.is_none() {
+            if self.variant == Variant::Cfs && how != Enqueue::New && self.patch_keeps_cfs_placement() {
                 let delta = self.rqs[target as usize].min_vruntime - self.rqs[old as usize].min_vruntime;
                 self.ents[se as usize].vruntime += delta;
             }
             self.ents[se as usize].rq = target;
         }
-        if how == Enqueue::New && self.variant == Variant::Cfs && self.cacule.is_none() {
+        if how == Enqueue::New && self.variant == Variant::Cfs && self.patch_keeps_cfs_placement() {
             // task_fork_fair: start from the parent's vruntime when it runs
             // on this cfs_rq, then place_entity(initial).
             let base = sys
@@ -183,11 +166,7 @@ impl Fair {
     /// rescheduled. The kernel does it on the parent's cfs_rq before the
     /// child's CPU is chosen; here only when the child is placed there too.
     pub(super) fn child_runs_first(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
-        if self.variant != Variant::Cfs
-            || !self.tun.sched_child_runs_first
-            || self.cacule.is_some()
-            || self.tt.is_some()
-        {
+        if self.variant != Variant::Cfs || !self.tun.sched_child_runs_first || !self.patch_keeps_child_runs_first() {
             return;
         }
         let Some(parent) = sys.task(t).parent else { return };
@@ -236,8 +215,8 @@ impl Fair {
         if self.tun.features.delay_zero {
             // BORE took the lag when the entity was delayed (negative then:
             // it was not eligible), and would place it as a wakeup.
-            let bore = self.bore.as_ref().is_some_and(|b| b.sched_bore);
-            if !bore {
+            let lag_taken = self.patch_lag_at_delay();
+            if !lag_taken {
                 self.update_entity_lag(rq, se);
             }
             if self.ents[se as usize].vlag > 0 {
@@ -247,7 +226,7 @@ impl Fair {
                     self.tree_remove(rq, se);
                 }
                 self.ents[se as usize].vlag = 0;
-                self.place_entity(rq, se, false, bore);
+                self.place_entity(rq, se, false, lag_taken);
                 if !is_curr {
                     self.tree_insert(rq, se);
                 }

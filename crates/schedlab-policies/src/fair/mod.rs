@@ -28,10 +28,12 @@
 //! build on fair.c: `bore` on EEVDF, `cacule` and `tt` on CFS (their
 //! runqueues become lists scanned for an interactivity score or a response
 //! ratio, kept here as the tree in list order), with `rdb` CacULE's own
-//! balancer. Each one's state, tunables and hooks live in its file; the
-//! core calls a hook where the patch changes fair.c, behind a test of
-//! `self.bore` (`cacule`, `tt`), so a reader of one patch can grep for its
-//! field, as one greps fair.c for its `#ifdef CONFIG_SCHED_BORE`.
+//! balancer. Each one's state, tunables, constructor and hooks live in its
+//! file; the core reaches them only through the hooks in `patches`, one per
+//! point where a patch changes fair.c (fork, wakeup, enqueue, dequeue,
+//! placement, update_curr, the pick order, the tick, wakeup preemption,
+//! yield, balancing), so the core files read as fair.c and a patch's whole
+//! change is its file plus its arms in that table.
 //!
 //! The files, in the order of fair.c's story:
 //!
@@ -45,7 +47,9 @@
 //! - `bandwidth`: cpu.max throttling;
 //! - `pick`: pick_next_task_fair down the hierarchy, HRTICK;
 //! - `balance`: PELT and the task lists the balancer in [`crate::smp`] uses;
-//! - `class`: the `Policy` hooks, fair_sched_class's callbacks.
+//! - `class`: the `Policy` hooks, fair_sched_class's callbacks;
+//! - `patches`: where BORE (`bore`), CacULE (`cacule`, `rdb`) and TT
+//!   (`tt`) hook the above.
 
 mod balance;
 mod bandwidth;
@@ -56,6 +60,7 @@ mod class;
 mod eevdf;
 mod enqueue;
 mod group;
+mod patches;
 mod pick;
 mod queue;
 mod rdb;
@@ -72,6 +77,7 @@ pub use tunables::{FairTunables, Features, Variant, scaling_factor};
 use crate::pelt::Pelt;
 use crate::smp::{Balancer, LbQueues, LbTunables, Wakees, select_task_rq};
 use crate::weights::{calc_delta, calc_delta_fair, task_weight};
+use patches::{ListOrder, Patch};
 use schedlab_sim::Workload;
 use schedlab_sim::workload::{GroupSpec, SchedPolicy};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind};
@@ -214,23 +220,23 @@ pub struct Fair {
     tick: u64,
     verify: bool,
     violations: Vec<String>,
-    /// BORE on top of EEVDF, when built as `bore`.
-    bore: Option<BoreTunables>,
+    /// The out-of-tree scheduler built on the class, if any (`patches`).
+    patch: Patch,
+    /// BORE's per-task state (`bore`): burst, and the fork tree its
+    /// inheritance reads.
     burst: Vec<bore::Burst>,
     parent_of: Vec<Option<TaskId>>,
     children: Vec<Vec<TaskId>>,
-    /// CacULE on top of CFS, when built as `cacule`: a node per entity.
-    cacule: Option<CaculeTunables>,
+    /// CacULE's node per entity (`cacule`).
     cnodes: Vec<cacule::Node>,
     /// When the kernel booted, in the simulation's time (before 0, so
     /// wrapped): sched_clock's zero, which CacULE's stamps start from.
     boot: Nanos,
     /// CacULE's balancer, which replaces CFS's (see [`rdb`]).
     rdb: Option<rdb::Rdb>,
-    /// TT on top of CFS, when built as `tt`: a node per task entity, the
-    /// dedicated CPU-bound task per CPU, and the last update_curr per task
-    /// (time, delta) for the burst shift at sleep.
-    tt: Option<TtTunables>,
+    /// TT's node per task entity, the dedicated CPU-bound task per CPU,
+    /// and the last update_curr per task (time, delta) for the burst shift
+    /// at sleep (`tt`).
     tnodes: Vec<tt::Node>,
     dedicated: Vec<Option<TaskId>>,
     last_charge: Vec<(Nanos, u64)>,
@@ -239,104 +245,9 @@ pub struct Fair {
     flat: bool,
 }
 
-/// Whose list order a CFS-based cfs_rq follows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ListOrder {
-    /// The vruntime tree (CFS, BORE, EEVDF).
-    Tree,
-    Cacule,
-    Tt,
-}
-
 impl Fair {
     pub fn new(variant: Variant, w: &Workload) -> Result<Fair, String> {
         Self::with_tunables(variant, w, &w.tunables)
-    }
-
-    /// BORE: EEVDF with burst penalties (see `bore`).
-    pub fn new_bore(w: &Workload) -> Result<Fair, String> {
-        let mut set = w.tunables.clone();
-        let b = BoreTunables::take(&mut set)?;
-        let mut f = Self::with_tunables(Variant::Eevdf, w, &set).map_err(|e| e.replace("for eevdf", "for bore"))?;
-        // BORE: SCHED_TUNABLESCALING_NONE, base slice a whole number of ticks.
-        f.tun.set("sched_tunable_scaling", 0);
-        f.tun.set("base_slice_ns", b.base_slice(f.tick) as i64);
-        for e in &mut f.ents {
-            e.slice = f.tun.base_slice_ns;
-        }
-        f.bore = Some(b);
-        f.burst.reserve_exact(w.initial_tasks() as usize);
-        f.parent_of.reserve_exact(w.initial_tasks() as usize);
-        Ok(f)
-    }
-
-    /// CacULE: CFS ordered by interactivity score (see `cacule`).
-    pub fn new_cacule(w: &Workload) -> Result<Fair, String> {
-        let mut set = w.tunables.clone();
-        let c = CaculeTunables::take(&mut set)?;
-        Self::refuse_unknown("cacule", w, &c.list(), CaculeTunables::hides)?;
-        let c_interval = c.rdb_interval_ms;
-        let own_cost = set.contains_key("migration_cost_ns");
-        let mut f = Self::with_tunables(Variant::Cfs, w, &set)?;
-        f.cacule = Some(c);
-        if !own_cost {
-            f.tun.set("migration_cost_ns", 200_000);
-        }
-        // The patch takes SIS_UTIL out (SIS_PROP is back on).
-        f.tun.set("SIS_UTIL", 0);
-        f.rdb = Some(rdb::Rdb::new(w, c_interval));
-        f.lb = Some(Balancer::new(
-            &w.machine.topology,
-            LbTunables {
-                migration_cost_ns: f.tun.migration_cost_ns,
-                nr_migrate: f.tun.nr_migrate,
-                sis_util: f.tun.features.sis_util,
-            },
-        ));
-        // A group's entity is zeroed memory (alloc_fair_sched_group):
-        // every stamp of its node is sched_clock 0, the boot, `uptime`
-        // before the workload starts.
-        f.cnodes = vec![cacule::Node::at_boot(w.machine.uptime); f.ents.len()];
-        f.boot = 0u64.wrapping_sub(w.machine.uptime);
-        f.cnodes.reserve_exact(w.initial_tasks() as usize);
-        Ok(f)
-    }
-
-    /// TT: CFS with task types and HRRN order (see `tt`).
-    pub fn new_tt(w: &Workload) -> Result<Fair, String> {
-        let mut set = w.tunables.clone();
-        let t = TtTunables::take(&mut set, w.machine.tick_ns())?;
-        Self::refuse_unknown("tt", w, &t.list(), |_| false)?;
-        let mut flat = w.clone();
-        flat.groups.truncate(1);
-        let mut f = Self::with_tunables(Variant::Cfs, &flat, &set)?;
-        f.flat = true;
-        f.dedicated = vec![None; f.nr_cpus as usize];
-        f.tt = Some(t);
-        f.tnodes.reserve_exact(w.initial_tasks() as usize);
-        Ok(f)
-    }
-
-    /// One error naming every tunable a CFS-based patch knows (CFS's own
-    /// check would name only CFS's).
-    fn refuse_unknown(policy: &str, w: &Workload, own: &[Tunable], hides: fn(&str) -> bool) -> Result<(), String> {
-        let cfs = FairTunables::new(Variant::Cfs, w.nr_cpus(), &Default::default())?;
-        let mut known: Vec<&str> = cfs.list().iter().map(|t| t.name).filter(|n| !hides(n)).collect();
-        known.extend(own.iter().map(|t| t.name));
-        match w.tunables.keys().find(|k| !known.contains(&k.as_str())) {
-            Some(name) => Err(format!("unknown tunable '{name}' for {policy}: known are {}", known.join(", "))),
-            None => Ok(()),
-        }
-    }
-
-    fn order(&self) -> ListOrder {
-        if self.cacule.is_some() {
-            ListOrder::Cacule
-        } else if self.tt.is_some() {
-            ListOrder::Tt
-        } else {
-            ListOrder::Tree
-        }
     }
 
     fn with_tunables(
@@ -391,15 +302,13 @@ impl Fair {
             tun,
             verify: false,
             violations: Vec::new(),
-            bore: None,
+            patch: Patch::None,
             burst: Vec::new(),
             parent_of: Vec::new(),
             children: Vec::new(),
-            cacule: None,
             cnodes: Vec::new(),
             boot: 0,
             rdb: None,
-            tt: None,
             tnodes: Vec::new(),
             dedicated: Vec::new(),
             last_charge: Vec::new(),

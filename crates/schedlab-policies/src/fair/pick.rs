@@ -88,7 +88,7 @@ impl Fair {
                     continue 'again;
                 }
                 let se = match self.variant {
-                    Variant::Cfs if self.cacule.is_some() => self.pick_cacule(rq, sys.now),
+                    Variant::Cfs if self.order() == ListOrder::Cacule => self.pick_cacule(rq, sys.now),
                     Variant::Cfs => self.pick_cfs(rq, sys.now),
                     Variant::Eevdf => {
                         let p = self.pick_eevdf(rq, true);

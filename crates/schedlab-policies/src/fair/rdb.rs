@@ -110,8 +110,22 @@ impl Fair {
         rdb.max_is[cpu as usize] = best.map_or(u32::MAX, |b| b.1);
     }
 
+    /// pick_next_task_fair: update_stats_curr_start down the picked chain,
+    /// then update_IS (or, going idle, nothing left to give).
+    pub(super) fn rdb_set_next(&mut self, sys: &Sys, cpu: CpuId, next: Option<TaskId>) {
+        let mut se = next.map_or(super::NONE, |n| self.per_task[n as usize].se);
+        while se != super::NONE {
+            self.cnodes[se as usize].start_run(sys.now);
+            se = self.rqs[self.ents[se as usize].rq as usize].se;
+        }
+        match next {
+            Some(_) => self.rdb_update_is(sys, cpu),
+            None => self.rdb_clear(cpu),
+        }
+    }
+
     /// pick_next_task_fair's idle path: nothing to give away.
-    pub(super) fn rdb_clear(&mut self, cpu: CpuId) {
+    fn rdb_clear(&mut self, cpu: CpuId) {
         let rdb = self.rdb_mut();
         rdb.to_migrate[cpu as usize] = None;
         rdb.max_is[cpu as usize] = u32::MAX;

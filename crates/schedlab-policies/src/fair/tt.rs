@@ -40,7 +40,8 @@
 //! CGROUP_SCHED and autogroup, so it has no group scheduling.
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
-use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
+use super::{Fair, Patch, Variant};
+use schedlab_sim::{CpuId, Enqueue, Nanos, Sys, TaskId, TaskState, Tunable, Workload};
 use std::collections::BTreeMap;
 
 const YIELD_MARK: u64 = 1 << 63;
@@ -380,9 +381,83 @@ impl Node {
     }
 }
 
-/// TT's part of the fair class: the HRRN scan of its list, the extra
-/// update_curr calls and the dedicated CPU-bound task.
-impl super::Fair {
+/// TT's part of the fair class: its constructor, its hooks (see
+/// `patches`), the HRRN scan of its list, the extra update_curr calls and
+/// the dedicated CPU-bound task.
+impl Fair {
+    /// TT: CFS with task types and HRRN order, without group scheduling.
+    pub fn new_tt(w: &Workload) -> Result<Fair, String> {
+        let mut set = w.tunables.clone();
+        let t = TtTunables::take(&mut set, w.machine.tick_ns())?;
+        Self::refuse_unknown("tt", w, &t.list(), |_| false)?;
+        let mut flat = w.clone();
+        flat.groups.truncate(1);
+        let mut f = Self::with_tunables(Variant::Cfs, &flat, &set)?;
+        f.flat = true;
+        f.dedicated = vec![None; f.nr_cpus as usize];
+        f.patch = Patch::Tt(t);
+        f.tnodes.reserve_exact(w.initial_tasks() as usize);
+        Ok(f)
+    }
+
+    /// TT has no group entities: one node per entity, in order.
+    pub(super) fn tt_fork(&mut self, sys: &Sys, t: TaskId) {
+        self.tnodes.push(Node::new(sys.now));
+        if self.last_charge.len() <= t as usize {
+            self.last_charge.resize(t as usize + 1, (0, 0));
+        }
+    }
+
+    /// enqueue_entity's TT block, and migrate_task_rq_fair's unmark.
+    pub(super) fn tt_enqueue(&mut self, sys: &Sys, cpu: CpuId, t: TaskId, how: Enqueue, migrated: bool) {
+        let se = self.per_task[t as usize].se as usize;
+        let node = &mut self.tnodes[se];
+        if how == Enqueue::New {
+            // task_struct start_time is the fork: a task whose workload
+            // start lies later is born then, not when the engine made it.
+            node.start_time = sys.now;
+        }
+        if migrated {
+            node.unmark_yield();
+        }
+        let change = node.enqueue(sys.now, how == Enqueue::Wakeup, migrated);
+        self.tt_type_changed(cpu, t, change);
+    }
+
+    /// dequeue_entity's TT block runs before its update_curr: the run
+    /// charged at this very moment opens the next burst.
+    pub(super) fn tt_dequeue(&mut self, sys: &Sys, t: TaskId) {
+        let se = self.per_task[t as usize].se as usize;
+        let (at, delta) = self.last_charge[t as usize];
+        self.tnodes[se].sleep(if at == sys.now { delta } else { 0 });
+    }
+
+    /// yield_task_fair (with others queued) marks, then its update_curr
+    /// runs detect_type on the marked vruntime: (wait + run) / run is 1
+    /// and the run share wraps to 0, so the yielder turns BATCH (+19) until
+    /// it next runs, which is what keeps a yield-looping task's TT vruntime
+    /// growing. The run itself was charged just before.
+    pub(super) fn tt_yield(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+        if sys.cpus[cpu as usize].nr_running <= 1 {
+            return;
+        }
+        let Patch::Tt(tun) = &self.patch else { unreachable!("a TT hook outside tt") };
+        let se = self.per_task[t as usize].se as usize;
+        let change = self.tnodes[se].yield_now(sys.now, tun);
+        self.tt_type_changed(cpu, t, change);
+    }
+
+    /// How TT classified the tasks, as of the end of the run.
+    pub(super) fn tt_metrics(&self, sys: &Sys, out: &mut Vec<(String, f64)>) {
+        for ty in [TaskType::Realtime, TaskType::Interactive, TaskType::NoType, TaskType::CpuBound, TaskType::Batch] {
+            let n = (0..sys.tasks.len() as TaskId)
+                .filter(|&t| !sys.task(t).policy.is_rt() && sys.task(t).state != TaskState::Exited)
+                .filter(|&t| self.tnodes[self.per_task[t as usize].se as usize].task_type == ty)
+                .count();
+            out.push((format!("tt_tasks_{}", ty.name()), n as f64));
+        }
+    }
+
     /// TT's __pick_first_entity / __pick_next_entity: the list entry with
     /// the lowest HRRN_PERCENT (head-most on a tie), `skip` left out.
     pub(super) fn tt_first(&self, rq: u32, now: Nanos, skip: Option<u32>) -> Option<u32> {
@@ -409,7 +484,7 @@ impl super::Fair {
     /// schedule() puts it back, loses the HRRN order to a hog twice as fast
     /// as one update a yield would make it.
     pub(super) fn tt_update_curr(&mut self, sys: &Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
-        let Some(tun) = &self.tt else {
+        let Patch::Tt(tun) = &self.patch else {
             return;
         };
         let se = self.per_task[t as usize].se;
@@ -423,7 +498,7 @@ impl super::Fair {
         let Some(c) = change else {
             return;
         };
-        if !self.tt.as_ref().expect("tt").dedicated_cpu_bound {
+        if !self.tt().expect("a TT hook outside tt").dedicated_cpu_bound {
             return;
         }
         let d = &mut self.dedicated[cpu as usize];
@@ -447,7 +522,7 @@ impl super::Fair {
 
     /// The TT task type of `t` (tests, reports).
     pub fn tt_type(&self, t: TaskId) -> Option<TaskType> {
-        self.tt.as_ref().map(|_| self.tnodes[self.per_task[t as usize].se as usize].task_type)
+        self.tt().map(|_| self.tnodes[self.per_task[t as usize].se as usize].task_type)
     }
 }
 
