@@ -146,6 +146,11 @@ pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 /// hrtimers fired during the run (median and 90th percentile, us; see
 /// `tracing::TimerLateness`): present where the run was traced and the
 /// kernel has the timer events.
+/// The extra figure of a host report that says how much CPU time a task
+/// thread used before its start, at the median (us): the runner's own
+/// start-up work, which a simulation of the workload does not have.
+pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
+
 pub const TIMER_LATE_P50: &str = "timer_late_p50_us";
 pub const TIMER_LATE_P90: &str = "timer_late_p90_us";
 
@@ -379,6 +384,7 @@ pub(crate) fn build_report(
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
             .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
             .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
+            .chain(std::iter::once((CPU_BEFORE_START_P50, median_cpu_before_start(&results) as f64 / 1e3)))
             .chain(
                 timers
                     .into_iter()
@@ -393,6 +399,12 @@ pub(crate) fn build_report(
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
     (assemble(head, counts, raw, &names, &spec_lat, &spec_rps), foreign)
+}
+
+fn median_cpu_before_start(results: &[ThreadResult]) -> Nanos {
+    let mut v: Vec<Nanos> = results.iter().map(|r| r.cpu_before_start).collect();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -50,6 +50,10 @@ pub(crate) struct ThreadResult {
     pub(crate) lat: Hist,
     pub(crate) work: Nanos,
     pub(crate) runs: u64,
+    /// CPU time the thread used before its start (creating it, setting its
+    /// attributes, its starting counts): under MuQSS and Project C a forked
+    /// thread spends it from the half slice it inherited.
+    pub(crate) cpu_before_start: Nanos,
 }
 
 pub(crate) struct Shared {
@@ -229,6 +233,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         prefault_stack();
         (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid))
     });
+    let cpu_before_start = sys::thread_cpu_time();
     let mut rng = task_rng(sh.w.seed, task);
     // A task exists from its intended start (t0 plus its start offset; a
     // forked one from now): with thousands of threads on few CPUs, a thread
@@ -242,7 +247,8 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         // The run ended before this thread first got a CPU: it existed all
         // along with nothing to show, as a starved task does.
         let created = start.saturating_sub(t0);
-        sh.results.lock().expect("lock").push(ThreadResult { task, spec, tid, created, ..ThreadResult::default() });
+        let r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
+        sh.results.lock().expect("lock").push(r);
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
     }
@@ -250,7 +256,8 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
     let ru0 = sys::thread_rusage();
     let (mig0, delay0) =
         early.unwrap_or_else(|| (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid)));
-    let mut r = ThreadResult { task, spec, tid, created: start.saturating_sub(t0), ..ThreadResult::default() };
+    let created = start.saturating_sub(t0);
+    let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
     let finished = run_program(&sh, spec, &mut rng, &mut r);
     let end = sh.end.load(Ordering::SeqCst);
     if finished {

@@ -96,6 +96,9 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
         assert!((t.cpu_share_pct - 33.3).abs() < 10.0, "{} got {:.1}%", t.name, t.cpu_share_pct);
     }
     assert!(r.totals.involuntary_switches > 10, "spinners sharing a CPU are preempted");
+    // What the runner did before the start is measured, not counted in the run.
+    let before = r.extra.iter().find(|(k, _)| k == "thread_cpu_before_start_p50_us").map(|(_, v)| *v);
+    assert!(before.is_some_and(|us| us > 0.0), "the threads' CPU time before the start: {before:?}");
     let host = r.host.as_ref().expect("host info");
     assert!(!host.kernel_release.is_empty());
     if host.tracing.starts_with("tracefs instance") {
