@@ -391,9 +391,10 @@ fn lateness_from_expiries(expiries: &[(u32, Nanos)], tick: Nanos) -> Option<Tick
     Some(TickLateness { median: at(0.5), p95: at(0.95), max: at(1.0), samples: late.len() })
 }
 
-fn median(mut v: Vec<Nanos>) -> Nanos {
+/// The middle value (the upper of the two middles), 0 for none.
+pub(crate) fn median(mut v: Vec<Nanos>) -> Nanos {
     v.sort_unstable();
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 /// Median over BATCHES batches of the time per call of `op`, `calls` calls

@@ -384,7 +384,10 @@ pub(crate) fn build_report(
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
             .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
             .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
-            .chain(std::iter::once((CPU_BEFORE_START_P50, median_cpu_before_start(&results) as f64 / 1e3)))
+            .chain(std::iter::once((
+                CPU_BEFORE_START_P50,
+                crate::calibrate::median(results.iter().map(|r| r.cpu_before_start).collect()) as f64 / 1e3,
+            )))
             .chain(
                 timers
                     .into_iter()
@@ -399,12 +402,6 @@ pub(crate) fn build_report(
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
     (assemble(head, counts, raw, &names, &spec_lat, &spec_rps), foreign)
-}
-
-fn median_cpu_before_start(results: &[ThreadResult]) -> Nanos {
-    let mut v: Vec<Nanos> = results.iter().map(|r| r.cpu_before_start).collect();
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
 #[cfg(test)]

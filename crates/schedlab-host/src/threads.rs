@@ -131,6 +131,11 @@ pub(crate) fn burn(sh: &Shared, burst: Nanos) -> bool {
     true
 }
 
+/// The thread's migrations and run delay so far, where the kernel shows them.
+fn sched_counts(tid: i32) -> (Option<u64>, Option<u64>) {
+    (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid))
+}
+
 /// Touches the stack the program will use, so that no page fault (and no
 /// wait on the mmap lock behind another thread's) falls inside the run.
 #[inline(never)]
@@ -231,7 +236,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
     // the workload's. A forked thread starts at once, as before.
     let early = at_barrier.then(|| {
         prefault_stack();
-        (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid))
+        sched_counts(tid)
     });
     let cpu_before_start = sys::thread_cpu_time();
     let mut rng = task_rng(sh.w.seed, task);
@@ -254,8 +259,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
     }
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
-    let (mig0, delay0) =
-        early.unwrap_or_else(|| (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid)));
+    let (mig0, delay0) = early.unwrap_or_else(|| sched_counts(tid));
     let created = start.saturating_sub(t0);
     let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
     let finished = run_program(&sh, spec, &mut rng, &mut r);
@@ -267,8 +271,9 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
     let ru = sys::thread_rusage();
     r.voluntary = ru.voluntary - ru0.voluntary;
     r.involuntary = ru.involuntary - ru0.involuntary;
-    r.migrations = sys::task_sched_field(tid, "se.nr_migrations").zip(mig0).map(|(a, b)| a - b);
-    r.run_delay = sys::task_run_delay(tid).zip(delay0).map(|(a, b)| a - b);
+    let (mig1, delay1) = sched_counts(tid);
+    r.migrations = mig1.zip(mig0).map(|(a, b)| a - b);
+    r.run_delay = delay1.zip(delay0).map(|(a, b)| a - b);
     sh.results.lock().expect("lock").push(r);
     sh.live.fetch_sub(1, Ordering::SeqCst);
 }
