@@ -32,7 +32,9 @@ mod sys;
 mod threads;
 mod tracing;
 
-pub use measure::{TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START};
+pub use measure::{
+    CPU_BEFORE_START_P50, TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
+};
 pub use record::{Recording, record};
 
 use measure::*;
@@ -93,6 +95,15 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     let want = w.nr_cpus();
     if want as usize > allowed.len() {
         return Err(HostError::TooManyCpus { want, have: allowed.len() });
+    }
+    if w.measure_from > 0 {
+        // Only `schedlab validate` sets it, on the simulation of a run this
+        // runner has made: its own window starts at its t0.
+        return Err(HostError::Setup(
+            "the workload counts from a later time than its start, which only a simulation can: run it without \
+             measure_from"
+                .into(),
+        ));
     }
     if let Some(t) = w.tasks.iter().find(|t| t.policy == SchedPolicy::Iso) {
         return Err(HostError::Attribute {

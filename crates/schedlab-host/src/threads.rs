@@ -334,7 +334,8 @@ pub(crate) fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mu
                 if timer_next.len() <= slot {
                     timer_next.resize(slot + 1, None);
                 }
-                let next = match mode.next_expiry(timer_next[slot], period, started, sys::now()) {
+                let t0 = sh.t0.load(Ordering::SeqCst);
+                let next = match mode.next_expiry(timer_next[slot], period, started, t0, sys::now()) {
                     Ok(next) => next,
                     Err(last) => {
                         timer_next[slot] = Some(last);

@@ -109,3 +109,71 @@ program = [ { loop = "forever", body = [ { sleep = "1s" } ] } ]
         assert!(err.contains("task 'forker' forked the 500th task"), "{}: {err}", p.name);
     }
 }
+
+/// Counts the switches of a whole run from a time on, as the engine counts
+/// them (a task leaving its CPU).
+struct SwitchesFrom {
+    from: u64,
+    switches: u64,
+}
+
+impl schedlab_sim::Observer for SwitchesFrom {
+    fn event(&mut self, now: u64, _: &schedlab_sim::Sys, ev: schedlab_sim::TraceEvent) {
+        if let schedlab_sim::TraceEvent::Switch { prev: Some(_), .. } = ev
+            && now >= self.from
+        {
+            self.switches += 1;
+        }
+    }
+}
+
+#[test]
+fn a_late_window_counts_what_follows_it_and_changes_no_decision() {
+    let from = 120 * NSEC_PER_MSEC;
+    let whole = scenario("mixed-64", Overrides { cpus: Some(4), ..short(&[]) });
+    let mut late = whole.clone();
+    late.measure_from = from;
+    for p in POLICIES {
+        let mut after = SwitchesFrom { from, switches: 0 };
+        let all = schedlab_policies::simulate_observed(&whole, p.name, &mut after).unwrap();
+        let r = run_checked(&late, p.name);
+        assert_conservation(&r);
+        assert_eq!(r.duration_ns, all.duration_ns - from, "{}: the window's length", p.name);
+        assert_eq!(r.totals.context_switches, after.switches, "{}: switches after {from} ns", p.name);
+        assert!(r.totals.context_switches < all.totals.context_switches, "{}: nothing before the window", p.name);
+        assert_eq!(r.tasks.len(), all.tasks.len(), "{}: every task lives on", p.name);
+        for (a, b) in r.tasks.iter().zip(&all.tasks) {
+            assert!(a.cpu_time_ns <= b.cpu_time_ns, "{}: {} ran more in part of the run", p.name, a.name);
+        }
+    }
+}
+
+#[test]
+fn a_late_window_leaves_out_the_tasks_gone_before_it() {
+    let mut w = workload(
+        r#"
+duration = "1s"
+[machine]
+cpus = 2
+[[task]]
+name = "make"
+program = [ { loop = 10, body = [ { fork = "cc" }, { run = "1ms" } ] }, { sleep = "20ms" }, { loop = 10, body = [ { fork = "cc" }, { run = "1ms" } ] }, { exit = true } ]
+[[task]]
+name = "cc"
+template = true
+program = [ { run = "2ms" }, { exit = true } ]
+"#,
+    );
+    w.measure_from = 25 * NSEC_PER_MSEC;
+    for p in POLICIES {
+        let r = run_checked(&w, p.name);
+        assert_conservation(&r);
+        let cc = r.tasks.iter().filter(|t| t.name.starts_with("cc-")).count();
+        // The first ten jobs are done within 12 ms on two CPUs; the second
+        // ten are forked from 30 ms on.
+        assert_eq!(cc, 10, "{}: the jobs done before the window are not in its report", p.name);
+        let m = r.totals.makespan_ns.expect("every task exits");
+        assert!(m > 5 * NSEC_PER_MSEC && m < 30 * NSEC_PER_MSEC, "{}: makespan {m} counted from the window", p.name);
+        assert!(r.tasks.iter().all(|t| t.exited_at_ns.is_some_and(|e| e <= m)), "{}: exits in window time", p.name);
+    }
+}

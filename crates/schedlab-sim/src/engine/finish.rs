@@ -1,6 +1,7 @@
 //! The end of a run: each CPU's busy and idle time closed at the stop, the
 //! policy and pending events freed, and the task rows handed to
-//! [`crate::report::assemble`].
+//! [`crate::report::assemble`]; a run measured from a later time than its
+//! start (window.rs) reports what came after it, its times counted from it.
 
 use super::Engine;
 use crate::policy::{TaskId, TaskState};
@@ -10,6 +11,8 @@ use crate::time::Nanos;
 impl Engine<'_> {
     pub(super) fn report(mut self, stop: Nanos, finished: bool) -> Report {
         let w = self.w;
+        let base = self.baseline.take();
+        let from = base.as_ref().map_or(0, |b| b.at);
         let mut per_cpu = Vec::new();
         for (cpu, run) in self.cpu_run.iter_mut().enumerate() {
             if let Some(since) = run.idle_since.take() {
@@ -18,11 +21,13 @@ impl Engine<'_> {
             if self.sys.cpus[cpu].curr.is_some() {
                 run.overhead_ns += run.exec_start.min(stop) - run.switch_at.min(stop);
             }
+            let (idle_before, overhead_before) = base.as_ref().map_or((0, 0), |b| (b.idle[cpu], b.overhead[cpu]));
+            let idle_ns = run.idle_ns - idle_before;
             per_cpu.push(CpuReport {
                 cpu: cpu as u32,
-                busy_ns: stop - run.idle_ns,
-                idle_ns: run.idle_ns,
-                switch_overhead_ns: run.overhead_ns,
+                busy_ns: (stop - from) - idle_ns,
+                idle_ns,
+                switch_overhead_ns: run.overhead_ns - overhead_before,
             });
         }
         let head = Report {
@@ -40,11 +45,11 @@ impl Engine<'_> {
             ..Report::default()
         };
         let counts = RunCounts {
-            stop,
+            stop: stop - from,
             finished,
-            context_switches: self.switches,
-            migrations: self.sys.migrations,
-            events: self.events,
+            context_switches: self.switches - base.as_ref().map_or(0, |b| b.switches),
+            migrations: self.sys.migrations - base.as_ref().map_or(0, |b| b.migrations),
+            events: self.events - base.as_ref().map_or(0, |b| b.events),
         };
         // The policy's state and the pending events are not part of the
         // report: freed before the task rows are built, they do not add to
@@ -57,25 +62,30 @@ impl Engine<'_> {
             .iter()
             .zip(&progs)
             .enumerate()
-            .filter(|(_, (info, _))| info.state != TaskState::New)
+            // A task gone before the window opened is not in its report.
+            .filter(|(_, (info, prog))| info.state != TaskState::New && prog.stats.exited.is_none_or(|e| e > from))
             .map(|(t, (info, prog))| {
                 let s = &prog.stats;
+                let (exec0, s0) = base.as_ref().map(|b| b.task(t as TaskId)).unwrap_or_default();
                 let spec = &w.tasks[info.spec as usize];
                 TaskRaw {
                     name: spec.task_name(t as TaskId),
                     spec: info.spec,
-                    cpu_time: info.sum_exec,
-                    created: s.created,
-                    exited: s.exited,
-                    run_delay: s.run_delay,
-                    wakeups: s.wakeups,
-                    lat_sum: s.lat_sum,
+                    cpu_time: info.sum_exec - exec0,
+                    created: s.created.saturating_sub(from),
+                    exited: s.exited.map(|e| e - from),
+                    // A wait is counted when it ends (as schedstat's
+                    // run_delay): one that spans the window's start and
+                    // outlasts the run is in neither count.
+                    run_delay: s.run_delay.saturating_sub(s0.run_delay),
+                    wakeups: s.wakeups - s0.wakeups,
+                    lat_sum: s.lat_sum - s0.lat_sum,
                     lat_max: s.lat_max,
-                    voluntary: s.voluntary,
-                    involuntary: s.involuntary,
-                    migrations: s.migrations,
-                    work: s.work,
-                    runs: s.runs_done,
+                    voluntary: s.voluntary - s0.voluntary,
+                    involuntary: s.involuntary - s0.involuntary,
+                    migrations: s.migrations - s0.migrations,
+                    work: s.work - s0.work,
+                    runs: s.runs_done - s0.runs_done,
                 }
             })
             .collect();

@@ -5,7 +5,8 @@
 //! `program.rs` carries out a task's ops, `rt.rs` is the real-time class
 //! the engine keeps above every policy, `queue.rs` the event queue,
 //! `checks.rs` what a policy must not do, `finish.rs` the report at the end,
-//! `seeds.rs` the seeded streams (each task's, the tick's phase and jitter).
+//! `seeds.rs` the seeded streams (each task's, the tick's phase and jitter),
+//! `window.rs` the counts noted where a late-starting window opens.
 
 mod checks;
 mod finish;
@@ -13,6 +14,7 @@ mod program;
 pub mod queue;
 mod rt;
 mod seeds;
+mod window;
 
 use crate::policy::{Dequeue, Enqueue, Policy, Sys, TaskId, TaskInfo, TaskState, WakeKind};
 use crate::report::{Hist, Report};
@@ -59,6 +61,8 @@ enum Kind {
     /// An idle CPU, kicked, comes out of idle and picks.
     IdleExit(CpuId),
     PolicyTimer(u64),
+    /// The report's window opens (Workload::measure_from).
+    MeasureStart,
 }
 
 /// What an observer (trace writer, invariant checker) is told.
@@ -100,7 +104,7 @@ struct Prog {
     stats: TaskStats,
 }
 
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct TaskStats {
     created: Nanos,
     exited: Option<Nanos>,
@@ -189,6 +193,8 @@ pub struct Engine<'w> {
     opts: EngineOptions,
     observer: Option<&'w mut dyn Observer>,
     error: Option<SimError>,
+    /// The counts where the report's window opened, if it opens late.
+    baseline: Option<window::Baseline>,
 }
 
 impl<'w> Engine<'w> {
@@ -217,6 +223,7 @@ impl<'w> Engine<'w> {
             opts,
             observer: None,
             error: None,
+            baseline: None,
         };
         // Sized once: grown by doubling, a million tasks held the old and
         // the new array at once (forks still grow them).
@@ -224,6 +231,9 @@ impl<'w> Engine<'w> {
         e.sys.tasks.reserve_exact(tasks);
         e.progs.reserve_exact(tasks);
         e.policy.init(&mut e.sys);
+        if w.measure_from > 0 {
+            e.push(w.measure_from, Kind::MeasureStart);
+        }
         let mut start_rng = Pcg64Mcg::seed_from_u64(w.seed ^ 0x5eed_57a7);
         for (spec_id, spec) in w.tasks.iter().enumerate() {
             if spec.template {
@@ -400,6 +410,7 @@ impl<'w> Engine<'w> {
                 }
             }
             Kind::PolicyTimer(token) => self.policy.timer(&mut self.sys, token),
+            Kind::MeasureStart => self.begin_window(),
         }
     }
 

@@ -121,7 +121,7 @@ impl<'w> Engine<'w> {
             prog.timer_next.resize(slot + 1, None);
         }
         let started = prog.stats.created;
-        let next = match mode.next_expiry(prog.timer_next[slot], period, started, now) {
+        let next = match mode.next_expiry(prog.timer_next[slot], period, started, 0, now) {
             Ok(next) => next,
             Err(last) => {
                 // rt-app does not sleep for a missed expiry.

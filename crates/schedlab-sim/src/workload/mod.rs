@@ -56,15 +56,31 @@ pub enum TimerMode {
     /// timer then restarts its period from now while an absolute one keeps
     /// its schedule (and catches up).
     RtApp { relative: bool },
+    /// Once, at `period` after the run's start (clock_nanosleep TIMER_ABSTIME
+    /// to a fixed time): how `schedlab host` starts its threads together at
+    /// its t0, which `schedlab validate` simulates (no file format has it).
+    /// Past that time the task goes on at once.
+    At,
 }
 
 impl TimerMode {
     /// The next expiry of a timer whose last one was `last` (None before
-    /// its first use), for a task started at `started`, at time `now`:
-    /// Ok(expiry) to sleep until, or Err(new last) when rt-app would not
-    /// sleep because the expiry has already passed.
-    pub fn next_expiry(self, last: Option<Nanos>, period: Nanos, started: Nanos, now: Nanos) -> Result<Nanos, Nanos> {
+    /// its first use), for a task started at `started` in a run started at
+    /// `origin`, at time `now`: Ok(expiry) to sleep until, or Err(new last)
+    /// when rt-app would not sleep because the expiry has already passed.
+    pub fn next_expiry(
+        self,
+        last: Option<Nanos>,
+        period: Nanos,
+        started: Nanos,
+        origin: Nanos,
+        now: Nanos,
+    ) -> Result<Nanos, Nanos> {
         match self {
+            TimerMode::At => {
+                let at = origin + period;
+                if at > now { Ok(at) } else { Err(now) }
+            }
             TimerMode::Periodic => {
                 let mut next = last.map_or(now + period, |n| n + period);
                 if next <= now {
@@ -407,6 +423,11 @@ pub struct Workload {
     /// Condition variables (rt-app's signal/wait/broad, suspend/resume).
     pub conds: Vec<String>,
     pub barriers: Vec<Barrier>,
+    /// The report counts from this time on (0: the whole run); what comes
+    /// before is start-up, as a real runner's threads are created before
+    /// its t0. No file format sets it: `schedlab validate` does, to
+    /// simulate the runner's start; `schedlab host` refuses it.
+    pub measure_from: Nanos,
 }
 
 /// What an input format other than schedlab's own file gives a workload
@@ -442,6 +463,7 @@ impl Workload {
             channels: parts.channels,
             conds: parts.conds,
             barriers: parts.barriers,
+            measure_from: 0,
         };
         w.check_bounds()?;
         Ok(w)

@@ -195,6 +195,7 @@ impl Workload {
             channels: channels.items.into_iter().map(|name| Channel { name, initial: 0 }).collect(),
             conds: Vec::new(),
             barriers: Vec::new(),
+            measure_from: 0,
         };
         w.check_bounds().map_err(|message| WorkloadError { origin: origin.into(), line: 1, message })?;
         Ok(w)
