@@ -257,9 +257,21 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
     }
+    // A thread forked in the run starts from zero: the kernel zeroes both
+    // counts at fork (sched_fork) and places the new thread without
+    // counting a migration (wake_up_new_task), and its wait for its first
+    // run is the workload's run delay. Read from /proc here instead, inside
+    // its measured time, the two files cost a TCG guest's short-lived
+    // threads about a millisecond and a few waits each (fork-burst's
+    // children of 4 ms: 4.7-8.4 ms of CPU and 1-3 voluntary switches).
+    // Only a pinned thread's migrations are read: its affinity may have
+    // moved it.
+    let (mig0, delay0) = early.unwrap_or_else(|| {
+        let pinned = sh.w.instance_affinity(spec, instance).is_some();
+        (if pinned { sys::task_sched_field(tid, "se.nr_migrations") } else { Some(0) }, Some(0))
+    });
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
-    let (mig0, delay0) = early.unwrap_or_else(|| sched_counts(tid));
     let created = start.saturating_sub(t0);
     let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
     let finished = run_program(&sh, spec, &mut rng, &mut r);
