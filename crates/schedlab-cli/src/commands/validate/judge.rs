@@ -1,7 +1,7 @@
 //! How a figure is read from a report and judged: the figures of each
 //! kind (rates, shares, durations, percentages of decisions), the median of
 //! several runs with its range, the tolerances, and what became of a
-//! figure (within, not compared, explained by the guest's costs and uptime,
+//! figure (within, not compared, explained by the guest's costs, uptime and start,
 //! unexplained).
 
 use super::*;

@@ -8,9 +8,10 @@
 //! side: seeds 1..=runs for the simulation, as many boots of the kernel for
 //! the real side. Every experiment is simulated twice: with the default
 //! costs (this hardware's) and with the guest's own, measured by
-//! `schedlab calibrate` in a boot of the same kernel. A figure outside its
-//! tolerance is flagged; it is explained only when the simulation with the
-//! guest's costs brings it within tolerance, a figure the page shows.
+//! `schedlab calibrate` in a boot of the same kernel, its uptime, and its
+//! tasks started as the runner starts them ([`start`]). A figure outside
+//! its tolerance is flagged; it is explained only when the simulation with
+//! the guest's costs brings it within tolerance, a figure the page shows.
 //! Anything else is unexplained: a defect of the model, or an open
 //! difference whose known facts (open.toml, one exact entry per figure)
 //! are printed beside it. `validate` exits non-zero while any figure is
@@ -23,13 +24,15 @@
 //! The files: [`experiments`] what runs, [`judge`] how a figure is read and
 //! judged, open.toml (read by [`open`]) what is known of each open
 //! difference, [`guest`] the real side (calibration, kept runs, disturbed
-//! boots), [`page`] the Markdown; this file runs them.
+//! boots), [`start`] the runner's start simulated, [`page`] the Markdown;
+//! this file runs them.
 
 mod experiments;
 mod guest;
 mod judge;
 mod open;
 mod page;
+mod start;
 
 use crate::args::HostArgs;
 use crate::commands::vm::{self, VmArgs};
@@ -138,7 +141,7 @@ pub fn run(opts: Options) -> Result<()> {
     let (text, tallies, unexplained) = page::page(&opts, runs, &checked);
     for (name, t) in tallies {
         eprintln!(
-            "schedlab: validate: {name}: {} of {} figures within tolerance, {} explained by the guest's costs and uptime, {} not \
+            "schedlab: validate: {name}: {} of {} figures within tolerance, {} explained by the guest's costs, uptime and start, {} not \
              compared, {} unexplained",
             t.within, t.figures, t.explained, t.not_compared, t.unexplained
         );
@@ -164,7 +167,7 @@ pub fn run(opts: Options) -> Result<()> {
     }
     if !unexplained.is_empty() {
         bail!(
-            "{} figure(s) outside tolerance that the guest's costs and uptime do not explain: {}. Fix the model, or measure \
+            "{} figure(s) outside tolerance that the guest's costs, uptime and start do not explain: {}. Fix the model, or measure \
              what explains them",
             unexplained.len(),
             unexplained.join(", ")
@@ -241,9 +244,10 @@ impl<'a> Kernel<'a> {
         // full suite: the tolerances hold for runs of that length (a
         // 1 s run's mean run per switch moved 12% with its first slices).
         let duration = exp.secs * SEC;
-        let sims = simulated(opts, exp, self.c.policy.name, runs, duration, &[], None)?;
+        let sims = simulated(opts, exp, self.c.policy.name, runs, duration, None)?;
         let mut reals = Vec::new();
         let mut uptimes = Vec::new();
+        let mut before_start = Vec::new();
         for run in 1..=runs {
             let kept = self.data.join(format!("{}-{}-{run}.json", self.c.policy.name, exp.id));
             let reused = if opts.reuse { kept_run(&kept, duration)? } else { None };
@@ -264,6 +268,7 @@ impl<'a> Kernel<'a> {
                 }
             };
             uptimes.extend(report.extra.iter().find(|e| e.0 == schedlab_host::UPTIME_AT_START).map(|e| e.1));
+            before_start.push(report.extra.iter().find(|e| e.0 == schedlab_host::CPU_BEFORE_START_P50).map(|e| e.1));
             if exp.figures.decisions {
                 let d = report.host.as_ref().and_then(|h| h.decisions.as_ref());
                 reals.push(d.map(decision_figures).unwrap_or_default());
@@ -285,7 +290,15 @@ impl<'a> Kernel<'a> {
         // hour.
         uptimes.sort_by(f64::total_cmp);
         let uptime = uptimes.get(uptimes.len() / 2).map(|s| (s * 1e9) as u64);
-        let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, &self.c.guest_costs, uptime)?;
+        // The runner's start, where every run measured its threads' CPU
+        // time before it (runs kept from before 2026-11-25 did not).
+        let before_start = before_start
+            .into_iter()
+            .collect::<Option<Vec<f64>>>()
+            .filter(|us| !us.is_empty())
+            .map(|us| (median(us) * 1e3) as u64);
+        let guest = Guest { costs: &self.c.guest_costs, uptime, before_start };
+        let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
         Ok(Row {
             exp,
             sim: medians(&sims),
@@ -345,30 +358,43 @@ impl<'a> Kernel<'a> {
     }
 }
 
+/// What the simulation with the guest's costs takes from the guest.
+struct Guest<'a> {
+    costs: &'a [(String, u64)],
+    /// The kernel's uptime when the runs began (their median).
+    uptime: Option<u64>,
+    /// A task thread's CPU time before t0 (the runs' median), to start the
+    /// tasks as the runner does (start.rs).
+    before_start: Option<u64>,
+}
+
 /// `exp` simulated under `policy` with seeds 1..=runs, in parallel, with
-/// `costs` and `uptime` over the defaults.
+/// the defaults or as in the guest.
 fn simulated(
     opts: &Options,
     exp: &Experiment,
     policy: &str,
     runs: usize,
     duration: u64,
-    costs: &[(String, u64)],
-    uptime: Option<u64>,
+    guest: Option<&Guest>,
 ) -> Result<Vec<Vec<Figure>>> {
     (1..=runs as u64)
         .into_par_iter()
         .map(|seed| {
             let mut cm = experiment_common(exp, duration, seed);
             cm.set.clone_from(&opts.set);
-            cm.cost = costs.to_vec();
-            cm.uptime = uptime;
+            if let Some(g) = guest {
+                cm.cost = g.costs.to_vec();
+                cm.uptime = g.uptime;
+            }
             let w = load_workload(&cm)?;
-            Ok(if exp.figures.decisions {
-                decision_figures(&simulate_decisions(&w, policy)?)
-            } else {
-                figures(exp, &simulate(&w, policy)?)
-            })
+            if exp.figures.decisions {
+                // Decisions are counted over the whole run, start-up
+                // included: the runner's start is not simulated for them.
+                return Ok(decision_figures(&simulate_decisions(&w, policy)?));
+            }
+            let started = guest.and_then(|g| start::runner_start(&w, g.before_start?));
+            Ok(figures(exp, &simulate(started.as_ref().unwrap_or(&w), policy)?))
         })
         .collect()
 }

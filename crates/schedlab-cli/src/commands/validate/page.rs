@@ -45,7 +45,12 @@ pub(super) fn page(
          microseconds. The second simulation also starts at the guest kernel's uptime when the run began \
          (the median of the runs, 2-3 s after boot; runs kept from before 2026-11-25 do not say, and are \
          simulated at the default hour): what the kernel made at boot is that old, and CacULE scores a \
-         task group by its life since boot.\n\n\
+         task group by its life since boot. And it starts the tasks as the real runner does: created one \
+         by one by a controller, each spending the CPU time the real runs measured before their start \
+         (`thread_cpu_before_start_p50_us`, the median of the runs) and all released together at t0, \
+         counted from there; under MuQSS and Project C a forked thread holds half of its creator's slice, \
+         less that time, when the run begins (runs kept from before 2026-11-25 do not say, and are \
+         simulated with every task runnable at the start).\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -87,7 +92,7 @@ pub(super) fn page(
         RATIO_TOLERANCE * 100.0,
     );
     t.push_str(
-        "| policy | model follows | kernel | figures | within | explained by the guest's costs and uptime | not compared | \
+        "| policy | model follows | kernel | figures | within | explained by the guest's costs, uptime and start | not compared | \
          unexplained |\n|---|---|---|---:|---:|---:|---:|---:|\n",
     );
     let mut sections = String::new();
@@ -154,7 +159,7 @@ pub(super) const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs
     binomial standard deviations of the real count.\n\n";
 
 /// The head of a policy's tables.
-pub(super) const TABLE_HEAD: &str = "| experiment | figure | simulated | with the guest's costs and uptime | real (range) | sim/real | |\n\
+pub(super) const TABLE_HEAD: &str = "| experiment | figure | simulated | with the guest's costs, uptime and start | real (range) | sim/real | |\n\
     |---|---|---:|---:|---:|---:|---|\n";
 
 /// One experiment's rows of a policy's table.
@@ -177,7 +182,7 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             }
             Outcome::Explained => {
                 tally.explained += 1;
-                "⚑ explained by the guest's costs and uptime".into()
+                "⚑ explained by the guest's costs, uptime and start".into()
             }
             Outcome::Unexplained => {
                 tally.unexplained += 1;
