@@ -504,7 +504,16 @@ mod tests {
     }
 
     fn fig(kind: Kind, value: f64) -> Figure {
-        Figure { key: "k".into(), label: "k".into(), kind, value, range: (value, value), of_share: 100.0, samples: 0.0 }
+        Figure {
+            key: "k".into(),
+            label: "k".into(),
+            kind,
+            value,
+            range: (value, value),
+            of_share: 100.0,
+            samples: 0.0,
+            turn: 0.0,
+        }
     }
 
     fn verdict(kind: Kind, sim: f64, real: f64, secs: f64) -> Verdict {
@@ -542,6 +551,32 @@ mod tests {
         // A large share keeps the 3 points.
         (sim.value, real.value, real.of_share) = (40.0, 42.5, 41.0);
         assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Within);
+    }
+
+    #[test]
+    fn a_spread_of_shares_is_told_to_one_turn() {
+        // thread-test-1024: 0.1% each; a 4 ms turn is 0.13 points of 3 s.
+        let mut sim = fig(Kind::Share, 0.1);
+        let mut real = fig(Kind::Share, 0.2);
+        (sim.of_share, real.of_share, real.turn) = (0.1, 0.1, 0.133);
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Within);
+        // Two turns apart is a difference.
+        real.value = 0.4;
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Outside);
+        // Without a turn (a share, not a spread) 25% of the share holds.
+        (real.value, real.turn) = (0.2, 0.0);
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&real), 3.0).1, Verdict::Outside);
+    }
+
+    #[test]
+    fn a_spread_carries_its_tasks_turn() {
+        let exp = EXPERIMENTS.iter().find(|e| e.id == "thread-test-16").unwrap();
+        let w = load_workload(&experiment_common(exp, 3 * SEC, 1)).unwrap();
+        let figs = figures(exp, &simulate(&w, "cfs").unwrap());
+        let spread = figs.iter().find(|f| f.key == "spread:spinner").unwrap();
+        // 16 spinners take turns of 4 ms on CPU 0 (cfs-6.1, 2 CPUs):
+        // 4 ms is 0.133 points of 3 s.
+        assert!((spread.turn - 0.1333).abs() < 0.01, "turn {} points", spread.turn);
     }
 
     #[test]

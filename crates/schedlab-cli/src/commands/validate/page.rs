@@ -55,7 +55,9 @@ pub(super) fn page(
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
          {SHARE_POINTS:.0} percentage points, and for tasks whose real share is under {SMALL_SHARE_PCT:.0}% \
-         also within {:.0}% of that share. Durations (run time per switch, wakeup latency p50): within \
+         also within {:.0}% of that share, or for a spread within one turn of those tasks (their CPU \
+         time per switch, in points of the run): a spread moves by whole turns, and with 1024 spinners a \
+         4 ms turn is 0.13 points where a quarter of their share is 0.03. Durations (run time per switch, wakeup latency p50): within \
          {:.0}% (run time per switch is the p50 where one kind of task runs, and each kind's mean beside \
          another kind); where both sides are below 250 µs the figure is *not compared*: it measures what \
          the emulation costs. A figure one side has and the other lacks is a flag.\n\n\
