@@ -612,7 +612,11 @@ mod tests {
     fn open_entries_are_exact_and_go_stale() {
         let mut seen = std::collections::BTreeSet::new();
         for o in open::all() {
-            assert!(EXPERIMENTS.iter().any(|e| e.id == o.experiment), "{} names no experiment", o.experiment);
+            assert!(
+                EXPERIMENTS.iter().chain(DECISION_EXPERIMENTS).any(|e| e.id == o.experiment),
+                "{} names no experiment",
+                o.experiment
+            );
             assert!(
                 seen.insert((&o.policy, &o.experiment, &o.figure)),
                 "{} {} {} twice",
