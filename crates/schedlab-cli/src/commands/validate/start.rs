@@ -118,8 +118,8 @@ mod tests {
     fn muqss_threads_forked_by_the_runner_start_with_short_turns() {
         // thread-test-1024 under MuQSS: 6.29 ms turns when every spinner
         // starts runnable; forked, each holds half of its creator's slice
-        // less its start-up work at t0 (the guests: 2.57-2.69 ms at the
-        // median, with 1,053 us before the start).
+        // less its start-up work at t0 (the guests: 2.6-2.8 ms at the
+        // median, with 0.9-1.3 ms of CPU before the start).
         let exp = EXPERIMENTS.iter().find(|e| e.id == "thread-test-1024").unwrap();
         let w = load_workload(&experiment_common(exp, 3 * SEC, 1)).unwrap();
         let plain = simulate(&w, "muqss").unwrap();
