@@ -12,7 +12,9 @@
 //! filtered to the workload's threads shows another process only where it
 //! takes a CPU from one of them or hands one to them: a CPU it takes from
 //! the idle task counts as idle, one it leaves idle as busy, until one of
-//! the workload's threads runs there again.
+//! the workload's threads runs there again. A wakeup of a task that has
+//! not switched out since it last ran places nothing (the kernel finds it
+//! still queued) and is not counted.
 
 use crate::engine::{Observer, TraceEvent};
 use crate::formats::ftrace::{SchedEvent, SchedEventKind};
@@ -143,7 +145,13 @@ impl DecisionCounter {
         if c >= self.running.len() {
             return;
         }
-        if ts >= self.from && ts <= self.to {
+        // A task woken before it got off its CPU (it had set itself to
+        // sleep but not yet switched out) is found still on its runqueue:
+        // the kernel makes no placement (ttwu_runnable), though the trace
+        // shows a wakeup. Under TCG that race is common; a simulated task
+        // blocks at once and never has it.
+        let never_slept = !new && self.asleep.get(&pid) == Some(&false);
+        if ts >= self.from && ts <= self.to && !never_slept {
             let idle = self.idle(c);
             if new {
                 self.counts.forks += 1;
@@ -258,6 +266,21 @@ mod tests {
         d.migrate(3, 6, 1);
         d.switch(1, 5, false, 6);
         assert_eq!((d.counts.balance_moves, d.counts.balance_to_idle), (1, 1));
+    }
+
+    #[test]
+    fn a_wakeup_of_a_task_still_on_its_cpu_places_nothing() {
+        // Task 8 runs on CPU 0 and is woken before it switched out (it had
+        // set itself to sleep): the kernel finds it on its runqueue. CPU 1
+        // is idle, yet nothing was stacked or moved.
+        let mut d = DecisionCounter::new(vec![Some(0); 2], 0, 100);
+        d.switch(0, 0, false, 8);
+        d.wakeup(5, 8, 0, false);
+        assert_eq!((d.counts.wakeups, d.counts.wakeups_stacked), (0, 0));
+        // Once it has slept, its wakeup is a placement again.
+        d.switch(0, 8, false, 0);
+        d.wakeup(9, 8, 0, false);
+        assert_eq!(d.counts.wakeups, 1);
     }
 
     #[test]

@@ -49,8 +49,8 @@ pub(super) fn page(
          by one by a controller, each spending the CPU time the real runs measured before their start \
          (`thread_cpu_before_start_p50_us`, the median of the runs) and all released together at t0, \
          counted from there; under MuQSS and Project C a forked thread holds half of its creator's slice, \
-         less that time, when the run begins (runs kept from before 2026-11-25 do not say, and are \
-         simulated with every task runnable at the start).\n\n\
+         less that time, when the run begins (runs kept without that figure, measured since 2026-11-25, \
+         are simulated with every task runnable at the start).\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -156,7 +156,8 @@ pub(super) const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs
     same way from the simulation's events and the guest's trace (decisions.rs): wakeups placed on a busy CPU \
     while another CPU of the LLC was idle (what SIS_UTIL's scan limit allows), wakeups placed on another CPU \
     than the task's last, new tasks placed on an idle CPU, and balancing moves (of a runnable task) that went \
-    to an idle CPU. What a busy guest changes is how loaded the LLC looks (PELT follows the guest's slower \
+    to an idle CPU. A wakeup of a task that had not yet switched out (the kernel finds it still queued and \
+    places nothing; under TCG that race is common) is not counted. What a busy guest changes is how loaded the LLC looks (PELT follows the guest's slower \
     time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
     binomial standard deviations of the real count.\n\n";
 
