@@ -14,20 +14,14 @@ impl Engine<'_> {
         let base = self.baseline.take();
         let from = base.as_ref().map_or(0, |b| b.at);
         let mut per_cpu = Vec::new();
-        for (cpu, run) in self.cpu_run.iter_mut().enumerate() {
-            if let Some(since) = run.idle_since.take() {
-                run.idle_ns += stop - since.min(stop);
-            }
-            if self.sys.cpus[cpu].curr.is_some() {
-                run.overhead_ns += run.exec_start.min(stop) - run.switch_at.min(stop);
-            }
+        for (cpu, run) in self.cpu_run.iter().enumerate() {
             let (idle_before, overhead_before) = base.as_ref().map_or((0, 0), |b| (b.idle[cpu], b.overhead[cpu]));
-            let idle_ns = run.idle_ns - idle_before;
+            let idle_ns = run.idle_at(stop) - idle_before;
             per_cpu.push(CpuReport {
                 cpu: cpu as u32,
                 busy_ns: (stop - from) - idle_ns,
                 idle_ns,
-                switch_overhead_ns: run.overhead_ns - overhead_before,
+                switch_overhead_ns: run.overhead_at(self.sys.cpus[cpu].curr.is_some(), stop) - overhead_before,
             });
         }
         let head = Report {

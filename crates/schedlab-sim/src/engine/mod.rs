@@ -136,6 +136,41 @@ struct CpuRun {
     overhead_ns: Nanos,
 }
 
+impl CpuRun {
+    /// Idle time up to `now`, the open idle interval included.
+    fn idle_at(&self, now: Nanos) -> Nanos {
+        self.idle_ns + self.idle_since.map_or(0, |s| now.saturating_sub(s))
+    }
+
+    /// Switch overhead up to `now`: the switch to a current task that did
+    /// not pay for it is added only when the task leaves, so it is counted
+    /// here while the task still runs (`running`).
+    fn overhead_at(&self, running: bool, now: Nanos) -> Nanos {
+        self.overhead_ns + if running { self.exec_start.min(now) - self.switch_at.min(now) } else { 0 }
+    }
+}
+
+/// What update_curr would charge a running task at `now`: its CPU time
+/// since the last charge, the part of its burst done, and the part of
+/// that which was a cost (so the rest is asked-for work).
+struct Uncharged {
+    ran: Nanos,
+    done: Nanos,
+    from_penalty: Nanos,
+}
+
+impl Uncharged {
+    fn of(run: &CpuRun, prog: &Prog, now: Nanos) -> Uncharged {
+        let ran = now.saturating_sub(run.last_sync.max(run.exec_start));
+        let done = ran.min(prog.remaining);
+        Uncharged { ran, done, from_penalty: done.min(prog.penalty) }
+    }
+
+    fn work(&self) -> Nanos {
+        self.done - self.from_penalty
+    }
+}
+
 struct Chan {
     tokens: u64,
     waiters: VecDeque<TaskId>,
@@ -442,21 +477,18 @@ impl<'w> Engine<'w> {
         };
         let now = self.sys.now;
         let run = &mut self.cpu_run[cpu as usize];
-        let from = run.last_sync.max(run.exec_start);
-        if now <= from {
+        let prog = &mut self.progs[t as usize];
+        let c = Uncharged::of(run, prog, now);
+        if c.ran == 0 {
             return;
         }
-        let delta = now - from;
         run.last_sync = now;
-        let prog = &mut self.progs[t as usize];
-        let done = delta.min(prog.remaining);
-        prog.remaining -= done;
-        let from_penalty = done.min(prog.penalty);
-        prog.penalty -= from_penalty;
-        self.progs[t as usize].stats.work += done - from_penalty;
-        self.sys.tasks[t as usize].sum_exec += delta;
+        prog.remaining -= c.done;
+        prog.penalty -= c.from_penalty;
+        prog.stats.work += c.work();
+        self.sys.tasks[t as usize].sum_exec += c.ran;
         if !self.sys.tasks[t as usize].policy.is_rt() {
-            self.policy.account(&mut self.sys, cpu, t, delta);
+            self.policy.account(&mut self.sys, cpu, t, c.ran);
         }
     }
 

@@ -5,7 +5,7 @@
 //! running tasks' time is read as update_curr would charge it, not charged,
 //! so a run with a window schedules exactly as one without.
 
-use super::{CpuRun, Engine, Prog, TaskStats};
+use super::{Engine, TaskStats, Uncharged};
 use crate::policy::{TaskId, TaskState};
 use crate::report::Hist;
 use crate::time::Nanos;
@@ -36,11 +36,8 @@ impl Engine<'_> {
         let mut idle = Vec::with_capacity(self.cpu_run.len());
         let mut overhead = Vec::with_capacity(self.cpu_run.len());
         for (cpu, run) in self.cpu_run.iter().enumerate() {
-            idle.push(run.idle_ns + run.idle_since.map_or(0, |s| now.saturating_sub(s)));
-            // The switch to the current task is the CPU's overhead when
-            // the task did not pay for it; it is added when the task leaves.
-            let running = self.sys.cpus[cpu].curr.is_some();
-            overhead.push(run.overhead_ns + if running { run.exec_start.min(now) - run.switch_at.min(now) } else { 0 });
+            idle.push(run.idle_at(now));
+            overhead.push(run.overhead_at(self.sys.cpus[cpu].curr.is_some(), now));
         }
         let mut tasks = Vec::with_capacity(self.progs.len());
         for (t, prog) in self.progs.iter().enumerate() {
@@ -49,9 +46,9 @@ impl Engine<'_> {
             let mut sum_exec = info.sum_exec;
             match info.state {
                 TaskState::Running => {
-                    let (ran, work) = uncharged(&self.cpu_run[info.cpu as usize], prog, now);
-                    sum_exec += ran;
-                    stats.work += work;
+                    let c = Uncharged::of(&self.cpu_run[info.cpu as usize], prog, now);
+                    sum_exec += c.ran;
+                    stats.work += c.work();
                 }
                 TaskState::Runnable => stats.run_delay += now.saturating_sub(prog.runnable_since),
                 _ => {}
@@ -74,13 +71,4 @@ impl Engine<'_> {
             tasks,
         });
     }
-}
-
-/// The CPU time a running task has had since its last charge, and the
-/// part of it that was asked-for work: what `Engine::sync` would add.
-fn uncharged(run: &CpuRun, prog: &Prog, now: Nanos) -> (Nanos, Nanos) {
-    let from = run.last_sync.max(run.exec_start);
-    let ran = now.saturating_sub(from);
-    let done = ran.min(prog.remaining);
-    (ran, done - done.min(prog.penalty))
 }
