@@ -48,7 +48,7 @@ fn leftovers(kind: &str) -> Vec<String> {
 /// assertions after it are about the kernel sharing CPUs among the
 /// workload's threads alone, and are not loosened for a busy machine.
 fn machine_was_busy(r: &schedlab_sim::Report, test: &str) -> bool {
-    let other = r.extra.iter().find(|(k, _)| k == "other_processes_cpu_pct").map_or(0.0, |(_, v)| *v);
+    let other = r.extra_figure("other_processes_cpu_pct").unwrap_or(0.0);
     if other > 10.0 {
         eprintln!(
             "SKIPPED {test}: other processes used {other:.1}% of the workload's CPUs during the run (10% allowed)"
@@ -97,7 +97,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     }
     assert!(r.totals.involuntary_switches > 10, "spinners sharing a CPU are preempted");
     // What the runner did before the start is measured, not counted in the run.
-    let before = r.extra.iter().find(|(k, _)| k == "thread_cpu_before_start_p50_us").map(|(_, v)| *v);
+    let before = r.extra_figure("thread_cpu_before_start_p50_us");
     assert!(before.is_some_and(|us| us > 0.0), "the threads' CPU time before the start: {before:?}");
     let host = r.host.as_ref().expect("host info");
     assert!(!host.kernel_release.is_empty());

@@ -31,7 +31,7 @@ pub fn run(w: &Workload, sched: &str) -> Report {
 
 /// A policy-specific figure of the report (Policy::extra_metrics).
 pub fn extra(r: &Report, name: &str) -> Option<f64> {
-    r.extra.iter().find(|(n, _)| n == name).map(|x| x.1)
+    r.extra_figure(name)
 }
 
 pub fn share_of(r: &Report, spec_name: &str) -> f64 {

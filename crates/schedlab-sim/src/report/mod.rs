@@ -537,6 +537,11 @@ fn hist_cells(h: &HistSummary, out: &mut Vec<String>) {
 }
 
 impl Report {
+    /// The `extra` figure called `name`, if the run has it.
+    pub fn extra_figure(&self, name: &str) -> Option<f64> {
+        self.extra.iter().find(|(n, _)| n == name).map(|e| e.1)
+    }
+
     /// (min, avg, max) of the tasks' CPU share in percent of one CPU.
     pub fn share_range(&self) -> Option<(f64, f64, f64)> {
         if self.tasks.is_empty() {

@@ -123,13 +123,13 @@ pub(super) const TIMER_LATE_OTHERS_MIN: f64 = 0.05;
 /// CPUs: beyond that, vCPUs share CPUs and lose ticks by design, which the
 /// page states).
 pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
-    let extra = |name: &str| r.extra.iter().find(|(n, _)| n == name).map(|e| e.1);
-    let others = extra(vm::HOST_OTHERS);
+    let others = r.extra_figure(vm::HOST_OTHERS);
     if let Some(others) = others.filter(|&o| o >= HOST_OTHERS_LIMIT) {
         return Some(format!("other processes took {others:.2} host CPUs while the guest ran"));
     }
     // Without the host's figure the lateness can only be put down to it.
-    if let Some(p90) = extra(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US)
+    if let Some(p90) =
+        r.extra_figure(schedlab_host::TIMER_LATE_P90).filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US)
         && others.is_none_or(|o| o >= TIMER_LATE_OTHERS_MIN)
     {
         let host = match others {
@@ -140,7 +140,7 @@ pub(super) fn disturbance(r: &Report, vcpus: u32) -> Option<String> {
     }
     let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if vcpus as usize <= host_cpus
-        && let Some(pct) = extra(schedlab_host::TICKS_DELIVERED).filter(|&p| p < TICKS_DELIVERED_MIN)
+        && let Some(pct) = r.extra_figure(schedlab_host::TICKS_DELIVERED).filter(|&p| p < TICKS_DELIVERED_MIN)
     {
         return Some(format!("the guest's busy CPUs took {pct:.1}% of their timer ticks"));
     }

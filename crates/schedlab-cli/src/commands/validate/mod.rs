@@ -267,8 +267,8 @@ impl<'a> Kernel<'a> {
                     r
                 }
             };
-            uptimes.extend(report.extra.iter().find(|e| e.0 == schedlab_host::UPTIME_AT_START).map(|e| e.1));
-            before_start.push(report.extra.iter().find(|e| e.0 == schedlab_host::CPU_BEFORE_START_P50).map(|e| e.1));
+            uptimes.extend(report.extra_figure(schedlab_host::UPTIME_AT_START));
+            before_start.push(report.extra_figure(schedlab_host::CPU_BEFORE_START_P50));
             if exp.figures.decisions {
                 let d = report.host.as_ref().and_then(|h| h.decisions.as_ref());
                 reals.push(d.map(decision_figures).unwrap_or_default());
