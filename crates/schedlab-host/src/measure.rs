@@ -142,15 +142,15 @@ pub const TICKS_DELIVERED: &str = "ticks_delivered_pct";
 /// simulation.
 pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 
-/// The extra figures of a host report that say how late the kernel's
-/// hrtimers fired during the run (median and 90th percentile, us; see
-/// `tracing::TimerLateness`): present where the run was traced and the
-/// kernel has the timer events.
 /// The extra figure of a host report that says how much CPU time a task
 /// thread used before its start, at the median (us): the runner's own
 /// start-up work, which a simulation of the workload does not have.
 pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
 
+/// The extra figures of a host report that say how late the kernel's
+/// hrtimers fired during the run (median and 90th percentile, us; see
+/// `tracing::TimerLateness`): present where the run was traced and the
+/// kernel has the timer events.
 pub const TIMER_LATE_P50: &str = "timer_late_p50_us";
 pub const TIMER_LATE_P90: &str = "timer_late_p90_us";
 

@@ -57,8 +57,8 @@ pub(super) fn page(
          {SHARE_POINTS:.0} percentage points, and for tasks whose real share is under {SMALL_SHARE_PCT:.0}% \
          also within {:.0}% of that share, or for a spread within one turn of those tasks (their CPU \
          time per switch, in points of the run): a spread moves by whole turns, and with 1024 spinners a \
-         4 ms turn is 0.13 points where a quarter of their share is 0.03. Durations (run time per switch, wakeup latency p50): within \
-         {:.0}% (run time per switch is the p50 where one kind of task runs, and each kind's mean beside \
+         4 ms turn is 0.13 points where a quarter of their share is 0.03. Durations (run time per \
+         switch, wakeup latency p50): within {:.0}% (run time per switch is the p50 where one kind of task runs, and each kind's mean beside \
          another kind); where both sides are below 250 µs the figure is *not compared*: it measures what \
          the emulation costs. A figure one side has and the other lacks is a flag.\n\n\
          **Verdicts.** A figure outside its tolerance with the default costs is flagged. It is *explained* \
@@ -157,8 +157,8 @@ pub(super) const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs
     while another CPU of the LLC was idle (what SIS_UTIL's scan limit allows), wakeups placed on another CPU \
     than the task's last, new tasks placed on an idle CPU, and balancing moves (of a runnable task) that went \
     to an idle CPU. A wakeup of a task that had not yet switched out (the kernel finds it still queued and \
-    places nothing; under TCG that race is common) is not counted. What a busy guest changes is how loaded the LLC looks (PELT follows the guest's slower \
-    time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
+    places nothing; under TCG that race is common) is not counted. What a busy guest changes is how loaded \
+    the LLC looks (PELT follows the guest's slower time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
     binomial standard deviations of the real count.\n\n";
 
 /// The head of a policy's tables.

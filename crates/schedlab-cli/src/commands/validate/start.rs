@@ -22,7 +22,7 @@ const MARGIN_NS: Nanos = 20_000_000;
 const MARGIN_PER_THREAD_NS: Nanos = 1_000_000;
 
 /// Name of the simulated controller, which is no task of the workload.
-pub(super) const CONTROLLER: &str = "schedlab-runner";
+const CONTROLLER: &str = "schedlab-runner";
 
 /// `w` started as the runner starts it, each thread spending `before_start`
 /// of CPU time (its start-up cost included) before t0, and measured from
