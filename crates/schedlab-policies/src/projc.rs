@@ -31,9 +31,16 @@
 //! below RESCHED_NS). A waking task preempts when it is now the first in
 //! the queue. select_task_rq prefers an idle core whose SMT siblings are all
 //! idle, then any idle CPU, then a CPU whose highest queued priority
-//! (watermark) is below the task's, each the lowest-numbered CPU of the
-//! nearest cache level (best_mask_cpu); otherwise the task stays where it
-//! ran. There is no periodic load balancer: a CPU that is about to go idle
+//! (watermark) is below the task's, then any allowed CPU, each through
+//! best_mask_cpu: the lowest-numbered candidate of the first of the task's
+//! CPU's topology levels that holds one. v6.12-r1's levels
+//! (sched_init_topology_cpumask) are the CPU's SMT core, its LLC, its
+//! package and every CPU, each the whole mask: there is no level of the CPU
+//! alone (v6.1's ITSELF_LEVEL is gone), so a waking task whose CPU is idle
+//! goes to the lowest-numbered idle CPU of its core (of its LLC without
+//! SMT), and one that finds nothing idle or lower to preempt goes to the
+//! lowest-numbered CPU of its core or LLC, not back where it ran.
+//! There is no periodic load balancer: a CPU that is about to go idle
 //! looks at the nearest runqueues with tasks waiting and takes every other
 //! queued task behind the running one, at most half of the queue and
 //! sched_nr_migrate = 32 (migrate_pending_tasks).
@@ -251,9 +258,19 @@ impl ProjectC {
 }
 
 /// best_mask_cpu: the lowest-numbered candidate of the nearest topology
-/// level (cpumask_any_and of sched_cpu_topo_masks, level by level).
+/// level (cpumask_any_and of sched_cpu_topo_masks, level by level). `from`
+/// itself has no level of its own: it belongs to the first level that has
+/// other CPUs (TOPOLOGY_CPUMASK keeps a level only when it adds some).
 fn best_mask_cpu(sys: &Sys, from: CpuId, candidates: impl Iterator<Item = CpuId>) -> Option<CpuId> {
-    candidates.min_by_key(|&c| (common::locality(sys, from, c), c))
+    let own_level = if sys.topology.threads_per_core > 1 {
+        1
+    } else if sys.topology.cores_per_llc > 1 {
+        2
+    } else {
+        3
+    };
+    let level = |c: CpuId| if c == from { own_level } else { common::locality(sys, from, c) };
+    candidates.min_by_key(|&c| (level(c), c))
 }
 
 impl Policy for ProjectC {
@@ -318,7 +335,7 @@ impl Policy for ProjectC {
         ) {
             return c;
         }
-        if sys.allowed(t, prev) { prev } else { (0..sys.nr_cpus).find(|c| sys.allowed(t, *c)).unwrap_or(prev) }
+        best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed)).unwrap_or(prev)
     }
 
     fn enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, _how: Enqueue) {

@@ -1,6 +1,7 @@
 //! What makes each alternative scheduler that scheduler: BFS/MuQSS deadline
 //! preemption, BMQ's sleep boost, PDS's and BFS's nice ratios, Baby's
-//! one-tick round robin, BORE's burst penalty.
+//! one-tick round robin, BORE's burst penalty, where Project C places a
+//! task.
 
 mod common;
 use common::*;
@@ -502,5 +503,37 @@ fn bfs_and_muqss_split_the_parents_slice_with_each_child() {
             201,
             "{sched}: every task ran to its end"
         );
+    }
+}
+
+/// Two tasks that sleep and wake out of step on four idle CPUs.
+const OUT_OF_STEP: &str = r#"
+duration = "2s"
+[machine]
+cpus = 4
+[[task]]
+name = "a"
+program = [ { loop = "forever", body = [ { run = "2ms" }, { sleep = "2ms" } ] } ]
+[[task]]
+name = "b"
+program = [ { loop = "forever", body = [ { run = "1ms" }, { sleep = "2500us" } ] } ]
+"#;
+
+#[test]
+fn project_c_wakes_a_task_on_the_lowest_numbered_idle_cpu_not_its_own() {
+    // v6.12-r1's best_mask_cpu has no level of the task's CPU alone: a waking
+    // task takes the lowest-numbered idle CPU of its LLC. Whenever one task
+    // sleeps through the other's wakeup, that one moves to CPU 0, and the
+    // first finds CPU 0 taken at its own wakeup and moves too. CFS keeps a
+    // task on its previous CPU while that CPU is idle, and here it always is.
+    let w = workload(OUT_OF_STEP);
+    let cfs = run_checked(&w, "cfs");
+    assert_eq!(cfs.totals.migrations, 0, "cfs");
+    for sched in ["bmq", "pds"] {
+        let r = run_checked(&w, sched);
+        let wakeups: u64 = r.tasks.iter().map(|t| t.wakeups).sum();
+        assert!(r.totals.migrations * 10 > wakeups, "{sched}: {} migrations in {wakeups} wakeups", r.totals.migrations);
+        // Nothing ever runs above CPU 1: two tasks, the lowest idle CPUs.
+        assert!(r.per_cpu.iter().skip(2).all(|c| c.busy_ns == 0), "{sched}: {:?}", r.per_cpu);
     }
 }

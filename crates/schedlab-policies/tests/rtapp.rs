@@ -15,11 +15,14 @@ fn example(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// `n` CPUs whose switches cost nothing: a task's CPU time is then its
-/// program's runs (a switch is charged to the task switched in, as the
-/// kernel charges it), which is what these tests of rt-app's events count.
+/// `n` CPUs whose switches, migrations and idle exits cost nothing: a
+/// task's CPU time is then its program's runs (each of those costs is
+/// charged to the task that pays it, as the kernel charges it), which is
+/// what these tests of rt-app's events count, wherever a policy places the
+/// tasks.
 fn cpus(n: u32) -> Overrides {
-    Overrides { cpus: Some(n), costs: [("context_switch".to_string(), 0)].into(), ..Overrides::default() }
+    let free = ["context_switch", "migration", "idle_exit"].map(|c| (c.to_string(), 0));
+    Overrides { cpus: Some(n), costs: free.into(), ..Overrides::default() }
 }
 
 fn rtapp(text: &str, ov: &Overrides) -> Workload {
