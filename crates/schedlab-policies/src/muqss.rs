@@ -23,7 +23,10 @@
 //!   select_best_rq), starts with its parent's deadline and half its slice
 //!   (the parent's hrexpiry is armed again for its half); a parent left
 //!   under RESCHED_US is rescheduled and the child gets its own slice and
-//!   deadline, with only an idle CPU kicked for it. Spawned tasks are
+//!   deadline, with only an idle CPU kicked for it. Either way an idle CPU
+//!   is kicked (resched_best_idle) and takes the child from the forking
+//!   CPU's runqueue if it is then the earliest deadline: the placement the
+//!   trace shows is the forking CPU, the move a pick. Spawned tasks are
 //!   threads, so the child-runs-first branch never applies.
 //! - select_best_rq on wakeup: an idle CPU nearest the task's cache, else the
 //!   CPU with the fewest tasks (rq->nr_running) in locality order;
@@ -198,16 +201,18 @@ impl Policy for Muqss {
 
     fn select_cpu(&mut self, sys: &mut Sys, t: TaskId, prev: CpuId, kind: WakeKind) -> CpuId {
         let skip_preempt = self.dl.preempt_held(t);
-        if let Some(c) = self.dl.best_idle(sys, t) {
-            return c;
-        }
         // A new task stays on the runqueue of the CPU that forked it
-        // (sched_fork's set_task_cpu); try_preempt walks from there.
+        // (sched_fork's set_task_cpu, and no select_best_rq in
+        // wake_up_new_task): an idle CPU is only kicked for it, and takes it
+        // from there if it is still the earliest deadline (try_preempt).
         if kind == WakeKind::New && sys.allowed(t, prev) {
             if skip_preempt {
                 self.dl.hold_preempt(t);
             }
             return prev;
+        }
+        if let Some(c) = self.dl.best_idle(sys, t) {
+            return c;
         }
         let mut best = (prev, u32::MAX);
         for &c in &self.order[prev as usize] {
@@ -267,7 +272,15 @@ impl Policy for Muqss {
     }
 
     fn wakeup_preempt(&mut self, sys: &mut Sys, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
-        if self.dl.preempt_held(woken) || VirtualDeadlines::is_idleprio(sys, woken) {
+        // try_preempt's first step, and all that a fork held from it gets
+        // (wake_up_new_task's resched_best_idle): the idle CPU nearest the
+        // task is kicked.
+        let held = self.dl.preempt_held(woken);
+        if let Some(c) = self.dl.best_idle(sys, woken) {
+            sys.resched(c);
+            return false;
+        }
+        if held || VirtualDeadlines::is_idleprio(sys, woken) {
             return false;
         }
         // try_preempt: the first CPU in locality order that p can preempt.

@@ -1,10 +1,11 @@
 //! What makes each alternative scheduler that scheduler: BFS/MuQSS deadline
 //! preemption, BMQ's sleep boost, PDS's and BFS's nice ratios, Baby's
-//! one-tick round robin, BORE's burst penalty, where Project C places a
-//! task.
+//! one-tick round robin, BORE's burst penalty, where MuQSS and Project C
+//! place a task.
 
 mod common;
 use common::*;
+use schedlab_sim::report::decisions::DecisionCounter;
 
 const NICE: &str = r#"
 duration = "5s"
@@ -536,4 +537,39 @@ fn project_c_wakes_a_task_on_the_lowest_numbered_idle_cpu_not_its_own() {
         // Nothing ever runs above CPU 1: two tasks, the lowest idle CPUs.
         assert!(r.per_cpu.iter().skip(2).all(|c| c.busy_ns == 0), "{sched}: {:?}", r.per_cpu);
     }
+}
+
+#[test]
+fn muqss_queues_a_new_task_where_it_was_forked_and_an_idle_cpu_takes_it() {
+    // wake_up_new_task has no select_best_rq: the child is queued on the
+    // forking CPU (the trace's placement) and the idle CPU kicked for it
+    // takes it from there, a move the trace shows as a migration. BFS has
+    // one queue and no placement; Project C selects the idle CPU itself.
+    let w = workload(
+        r#"
+duration = "1s"
+[machine]
+cpus = 2
+[[task]]
+name = "parent"
+program = [ { loop = 20, body = [ { run = "10ms" }, { fork = "child" } ] }, { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "child"
+template = true
+program = [ { run = "2ms" }, { exit = true } ]
+"#,
+    );
+    let decisions = |sched: &str| {
+        let mut counter = DecisionCounter::new(vec![Some(0); 2], 0, u64::MAX);
+        let r = schedlab_policies::simulate_observed(&w, sched, &mut counter).unwrap();
+        assert_conservation(&r);
+        counter.counts
+    };
+    // 21 new tasks: the parent, placed on an idle CPU at the start, and
+    // its 20 children.
+    let muqss = decisions("muqss");
+    assert_eq!((muqss.forks, muqss.forks_to_idle), (21, 1), "muqss: {muqss:?}");
+    assert_eq!((muqss.balance_moves, muqss.balance_to_idle), (20, 20), "muqss: {muqss:?}");
+    let bmq = decisions("bmq");
+    assert_eq!((bmq.forks, bmq.forks_to_idle, bmq.balance_moves), (21, 21, 0), "bmq: {bmq:?}");
 }
