@@ -250,8 +250,8 @@ pub(crate) struct Common {
     pub(crate) param: Vec<(String, i64)>,
     /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
     /// calibrate` measures them): context_switch, migration, idle_exit,
-    /// syscall, fork, thread_start, timer_wakeup, timer_latency,
-    /// tick_jitter.
+    /// wake_remote, syscall, fork, thread_start, timer_wakeup,
+    /// timer_latency, tick_jitter.
     #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
     pub(crate) cost: Vec<(String, u64)>,
     /// How long the simulated kernel has been up when the workload starts,

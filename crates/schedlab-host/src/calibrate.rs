@@ -17,6 +17,10 @@
 //!   10 ms of idle are measured and shown too: deeper idle states (or, in
 //!   a VM, the host descheduling a halted vCPU once KVM's halt polling
 //!   gives up) cost more, and the simulator's one figure cannot follow.
+//!   The same wakeups also give wake_remote: the writer's own CPU time per
+//!   write that wakes the reader on the other, idle CPU, less what the
+//!   same write costs it when nobody waits (the sending side of a
+//!   cross-CPU wakeup: the wakeup's IPI, which TCG emulates).
 //! - syscall: sched_yield with nothing else runnable on the CPU.
 //! - timer_wakeup and timer_latency: a thread alone on a CPU sleeps to an
 //!   absolute time 200 us ahead, as the host runner's sleeps and timers
@@ -56,6 +60,9 @@ pub struct Calibration {
     pub context_switch: Nanos,
     /// Median wakeup latency onto an idle CPU (None on a one-CPU machine).
     pub idle_wakeup: Option<Nanos>,
+    /// The waker's CPU time per write that wakes a thread on another, idle
+    /// CPU, beyond the same write's when nobody waits (None on one CPU).
+    pub wake_remote: Option<Nanos>,
     /// Wakeup latency onto a CPU idle for longer (idle length, latency):
     /// deeper idle states cost more to leave, which one figure cannot say.
     pub deep_idle: Vec<(Nanos, Nanos)>,
@@ -114,6 +121,7 @@ impl Calibration {
     pub fn costs(&self) -> Vec<(&'static str, Nanos)> {
         let mut costs = vec![("context_switch", self.context_switch)];
         costs.extend(self.idle_exit().map(|idle| ("idle_exit", idle)));
+        costs.extend(self.wake_remote.map(|w| ("wake_remote", w)));
         costs.push(("syscall", self.syscall));
         costs.push(("fork", self.fork_parent));
         costs.push(("thread_start", self.fork_child));
@@ -172,18 +180,19 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     let (timer_cpu, timer_late) = timer_sleep(cpu, count(2_000.0))?;
     let (fork_parent, fork_child) = thread_creation(cpu, count(500.0))?;
     let tick = tick_lateness(&allowed);
-    let (idle_wakeup, deep_idle) = match other_cpu {
+    let (idle_wakeup, wake_remote, deep_idle) = match other_cpu {
         Some(other) => {
             let shallow = idle_wakeup(cpu, other, wakeups, SHALLOW_IDLE)?;
             let mut deep = Vec::new();
             for gap in DEEP_IDLE {
                 // About a tenth of a second of samples at each length.
                 let n = ((100 * 1_000_000 / gap) as f64 * scale).clamp(10.0, 1000.0) as u32;
-                deep.push((gap, idle_wakeup(cpu, other, n, gap)?));
+                deep.push((gap, idle_wakeup(cpu, other, n, gap)?.latency));
             }
-            (Some(shallow), deep)
+            let plain = plain_write_cpu(cpu, wakeups)?;
+            (Some(shallow.latency), Some(shallow.writer_cpu.saturating_sub(plain)), deep)
         }
-        None => (None, Vec::new()),
+        None => (None, None, Vec::new()),
     };
     let (other1, t1) = busy();
     let span = (t1 - t0).as_nanos() as f64 * used.len() as f64;
@@ -195,6 +204,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         other_cpu,
         context_switch,
         idle_wakeup,
+        wake_remote,
         deep_idle,
         syscall,
         timer_cpu,
@@ -468,10 +478,41 @@ fn yield_cost(cpu: usize, yields: u32) -> Result<Nanos, HostError> {
     })
 }
 
-/// Median latency from a write on `cpu` to the reader blocked on idle
-/// `other` running, `gap` after its previous wakeup (the writer sleeps that
-/// long between samples, and `other` is idle all that time).
-fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<Nanos, HostError> {
+/// Wakeups of a reader blocked on an idle CPU, by a write on another.
+struct IdleWakeup {
+    /// Median latency from the write to the reader running.
+    latency: Nanos,
+    /// Median CPU time of the writing thread in the write.
+    writer_cpu: Nanos,
+}
+
+/// Median CPU time of a thread on `cpu` in a write to a pipe nobody waits
+/// on (the wakeup's write, less the wakeup).
+fn plain_write_cpu(cpu: usize, writes: u32) -> Result<Nanos, HostError> {
+    let p = pipe()?;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(cpu)?;
+            let mut took = Vec::with_capacity(writes as usize);
+            for i in 0..writes {
+                let before = sys::thread_cpu_time();
+                let sent = p.send(u64::from(i));
+                took.push(sys::thread_cpu_time().saturating_sub(before));
+                if !sent || p.recv().is_none() {
+                    return Err(HostError::Setup("a pipe to itself failed".into()));
+                }
+            }
+            Ok(median(took[took.len() / 10..].to_vec()))
+        })
+        .join()
+        .expect("write thread does not panic")
+    })
+}
+
+/// Wakeups from a write on `cpu` of the reader blocked on idle `other`,
+/// `gap` after its previous wakeup (the writer sleeps that long between
+/// samples, and `other` is idle all that time).
+fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<IdleWakeup, HostError> {
     let (there, back) = (pipe()?, pipe()?);
     std::thread::scope(|s| {
         let reader = s.spawn(|| -> Result<Vec<Nanos>, HostError> {
@@ -490,19 +531,26 @@ fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<Nan
         let writer = (|| {
             pin(cpu)?;
             sys::set_min_timer_slack();
+            let mut cpu_in_write = Vec::with_capacity(wakeups as usize);
             for _ in 0..wakeups {
                 sys::sleep_until(sys::now() + gap);
-                if !there.send(sys::now()) || back.recv().is_none() {
+                let before = sys::thread_cpu_time();
+                let sent = there.send(sys::now());
+                cpu_in_write.push(sys::thread_cpu_time().saturating_sub(before));
+                if !sent || back.recv().is_none() {
                     return Err(HostError::Setup("the reader thread stopped".into()));
                 }
             }
-            Ok(())
+            Ok(cpu_in_write)
         })();
         there.send(crate::STOP);
         let lat = reader.join().expect("reader thread does not panic")?;
-        writer?;
+        let cpu_in_write = writer?;
         // The first tenth warms up and is not kept.
-        Ok(median(lat[lat.len() / 10..].to_vec()))
+        Ok(IdleWakeup {
+            latency: median(lat[lat.len() / 10..].to_vec()),
+            writer_cpu: median(cpu_in_write[cpu_in_write.len() / 10..].to_vec()),
+        })
     })
 }
 
@@ -519,6 +567,7 @@ mod tests {
             other_cpu: Some(1),
             context_switch: 4_100,
             idle_wakeup: Some(12_000),
+            wake_remote: Some(3_000),
             deep_idle: vec![(1_000_000, 25_000)],
             syscall: 350,
             timer_cpu: 1_500,
@@ -533,8 +582,8 @@ mod tests {
         assert_eq!(c.timer_latency(), 48_000);
         assert_eq!(
             c.cost_flags(),
-            "--cost context_switch=4100ns --cost idle_exit=7900ns --cost syscall=350ns --cost fork=20000ns \
-             --cost thread_start=9000ns --cost timer_wakeup=1500ns --cost timer_latency=48000ns --cost tick_jitter=2000ns"
+            "--cost context_switch=4100ns --cost idle_exit=7900ns --cost wake_remote=3000ns --cost syscall=350ns \
+             --cost fork=20000ns --cost thread_start=9000ns --cost timer_wakeup=1500ns --cost timer_latency=48000ns --cost tick_jitter=2000ns"
         );
         let text = format!(
             "duration = \"1s\"\n[machine]\n{}\n[[task]]\nname = \"t\"\nprogram = [ {{ run = \"1ms\" }} ]\n",
@@ -543,6 +592,7 @@ mod tests {
         let w = schedlab_sim::Workload::from_toml(&text, "calibrated.toml", &Default::default()).unwrap();
         assert_eq!(w.machine.costs.context_switch, 4_100);
         assert_eq!(w.machine.costs.idle_exit, 7_900);
+        assert_eq!(w.machine.costs.wake_remote, 3_000);
         assert_eq!(w.machine.costs.syscall, 350);
         assert_eq!(w.machine.costs.fork, 20_000);
         assert_eq!(w.machine.costs.thread_start, 9_000);

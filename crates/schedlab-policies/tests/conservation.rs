@@ -177,3 +177,43 @@ program = [ { run = "2ms" }, { exit = true } ]
         assert!(r.tasks.iter().all(|t| t.exited_at_ns.is_some_and(|e| e <= m)), "{}: exits in window time", p.name);
     }
 }
+
+#[test]
+fn the_waker_pays_wake_remote_for_each_wakeup_of_another_idle_cpu() {
+    // A writer on CPU 0 wakes a reader pinned to CPU 1 (idle between its
+    // wakeups) once a cycle, and a reader pinned beside it on CPU 0 once a
+    // cycle: only the first wakeup costs the writer wake_remote.
+    let text = |reader_cpu: u32| {
+        format!(
+            r#"
+duration = "1s"
+[machine]
+cpus = 2
+costs = {{ context_switch = "0us", idle_exit = "0us", wake_remote = "50us", syscall = "0us" }}
+[[task]]
+name = "writer"
+affinity = "0"
+program = [ {{ loop = "forever", body = [ {{ run = "1ms" }}, {{ signal = "c" }}, {{ sleep = "1ms" }} ] }} ]
+[[task]]
+name = "reader"
+affinity = "{reader_cpu}"
+program = [ {{ loop = "forever", body = [ {{ wait = "c" }}, {{ run = "100us" }} ] }} ]
+"#
+        )
+    };
+    for p in POLICIES {
+        for (reader_cpu, per_cycle) in [(1, 1_050_000), (0, 1_000_000)] {
+            let r = run_checked(&workload(&text(reader_cpu)), p.name);
+            assert_conservation(&r);
+            let writer = r.tasks.iter().find(|t| t.name == "writer").unwrap();
+            let reader = r.tasks.iter().find(|t| t.name == "reader").unwrap();
+            // The last cycle may be cut by the run's end.
+            let per_wakeup = writer.cpu_time_ns as f64 / reader.wakeups as f64;
+            assert!(
+                (per_wakeup - per_cycle as f64).abs() < 0.01 * per_cycle as f64,
+                "{}: reader on CPU {reader_cpu}: the writer used {per_wakeup:.0} ns a wakeup, not {per_cycle}",
+                p.name
+            );
+        }
+    }
+}

@@ -54,6 +54,12 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
                 format_duration(schedlab_host::calibrate::SHALLOW_IDLE),
                 us(wakeup)
             );
+            if let Some(w) = c.wake_remote {
+                println!(
+                    "wake_remote     {:>10}  of the writer's CPU per such wakeup, beyond the same write with nobody waiting",
+                    us(w)
+                );
+            }
             for (idle, latency) in &c.deep_idle {
                 println!(
                     "                            after {} idle the same wakeup takes {}",

@@ -89,6 +89,9 @@ struct Prog {
     penalty: Nanos,
     /// The clone() of the fork at `pc - 1` has been paid for.
     fork_paid: bool,
+    /// CPU time owed for wakeups this task sent to other, idle CPUs
+    /// (wake_remote), paid before its program goes on.
+    wakes_owed: Nanos,
     /// Next expiry of each of the task's timers (by slot).
     timer_next: Vec<Option<Nanos>>,
     sleep_epoch: u32,
@@ -361,6 +364,7 @@ impl<'w> Engine<'w> {
             remaining: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
             penalty: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
             fork_paid: false,
+            wakes_owed: 0,
             timer_next: Vec::new(),
             sleep_epoch: 0,
             woke_at: None,
@@ -532,6 +536,15 @@ impl<'w> Engine<'w> {
             self.progs[t as usize].stats.created = now;
         } else {
             self.progs[t as usize].stats.wakeups += 1;
+        }
+        // The waker pays for the IPI that wakes another, idle CPU.
+        if let Some(w) = waker
+            && !new
+            && self.w.machine.costs.wake_remote > 0
+            && cpu != self.sys.tasks[w as usize].cpu
+            && self.sys.cpus[cpu as usize].curr.is_none()
+        {
+            self.progs[w as usize].wakes_owed += self.w.machine.costs.wake_remote;
         }
         if cpu != prev && !new {
             self.sys.migrations += 1;

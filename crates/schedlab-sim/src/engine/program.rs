@@ -20,6 +20,18 @@ impl<'w> Engine<'w> {
                 return;
             }
             let prog = &mut self.progs[t as usize];
+            if prog.wakes_owed > 0 {
+                // The op that woke another CPU returns only after sending
+                // the IPI. (An op that blocks right after its wakeup, a
+                // condition wait releasing its mutex, pays at its next run.)
+                let owed = std::mem::take(&mut prog.wakes_owed);
+                prog.remaining += owed;
+                prog.penalty += owed;
+                let at = now + prog.remaining;
+                let epoch = self.cpu_run[cpu as usize].epoch;
+                self.push(at, Kind::BurstEnd(cpu, epoch));
+                return;
+            }
             let Some(op) = program.get(prog.pc as usize) else {
                 self.exit(cpu, t);
                 return;

@@ -278,6 +278,9 @@ pub struct Costs {
     /// Delay between a wakeup aimed at an idle CPU and that CPU running the
     /// task (IPI and idle exit).
     pub idle_exit: Nanos,
+    /// CPU time the waking task spends on a wakeup it sends to another,
+    /// idle CPU (the IPI's sending side), paid right after the wakeup.
+    pub wake_remote: Nanos,
     /// Cost of a system call that does not block (sched_yield).
     pub syscall: Nanos,
     /// CPU time the forking task spends in clone() before the child is
@@ -304,6 +307,7 @@ pub const COST_NAMES: &[&str] = &[
     "context_switch",
     "migration",
     "idle_exit",
+    "wake_remote",
     "syscall",
     "fork",
     "thread_start",
@@ -319,6 +323,7 @@ impl Costs {
             "context_switch" => &mut self.context_switch,
             "migration" => &mut self.migration,
             "idle_exit" => &mut self.idle_exit,
+            "wake_remote" => &mut self.wake_remote,
             "syscall" => &mut self.syscall,
             "fork" => &mut self.fork,
             "thread_start" => &mut self.thread_start,
@@ -354,6 +359,9 @@ impl Default for Costs {
             context_switch: 2 * NSEC_PER_USEC,
             migration: 10 * NSEC_PER_USEC,
             idle_exit: 5 * NSEC_PER_USEC,
+            // Bare metal's IPI send is a register write: not charged
+            // unless measured.
+            wake_remote: 0,
             syscall: 300,
             // What a fork, a thread's start and a timer cost on bare metal
             // is small beside the bursts of the built-in scenarios and is
