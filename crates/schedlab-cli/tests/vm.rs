@@ -463,7 +463,7 @@ fn validate_quick_agrees_with_the_eevdf_and_pds_kernels() {
     assert!(!page.contains("unexplained**"), "{page}");
     // The guest's costs were measured and used.
     assert!(
-        page.contains("The guest's costs (`schedlab calibrate` in a boot of this kernel): context_switch"),
+        page.contains("The guest's costs (`schedlab calibrate` in boots of this kernel): context_switch"),
         "{page}"
     );
     let planted_err = String::from_utf8_lossy(&planted.stderr);

@@ -8,7 +8,7 @@
 //! side: seeds 1..=runs for the simulation, as many boots of the kernel for
 //! the real side. Every experiment is simulated twice: with the default
 //! costs (this hardware's) and with the guest's own, measured by
-//! `schedlab calibrate` in a boot of the same kernel, its uptime, and its
+//! `schedlab calibrate` in boots of the same kernel, its uptime, and its
 //! tasks started as the runner starts them ([`start`]). A figure outside
 //! its tolerance is flagged; it is explained only when the simulation with
 //! the guest's costs brings it within tolerance, a figure the page shows.

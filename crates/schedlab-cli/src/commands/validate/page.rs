@@ -40,9 +40,10 @@ pub(super) fn page(
          {runs} simulated, {runs} boot{} of the kernel.{}\n\n\
          **Two simulations.** Each experiment is simulated with the default costs (this hardware's: a 2 µs \
          switch, 5 µs to wake an idle CPU, nothing for a fork or a timer) and again with the guest's own, \
-         measured by `schedlab calibrate` in a boot of the same kernel (listed under each policy): under \
-         TCG the CPU is emulated, and a switch, a timer or a thread creation costs tens to hundreds of \
-         microseconds. The second simulation also starts at the guest kernel's uptime when the run began \
+         measured by `schedlab calibrate` in three boots of the same kernel (the median of each cost, \
+         listed under each policy, with the range of the boots: one boot's costs are not the kernel's): \
+         under TCG the CPU is emulated, and a switch, a timer, a thread creation or the IPI a task sends \
+         to wake another CPU costs tens to hundreds of microseconds. The second simulation also starts at the guest kernel's uptime when the run began \
          (the median of the runs, 2-3 s after boot; runs kept from before 2026-11-25 do not say, and are \
          simulated at the default hour): what the kernel made at boot is that old, and CacULE scores a \
          task group by its life since boot. And it starts the tasks as the real runner does: created one \
@@ -236,7 +237,7 @@ pub(super) fn policy_section(c: &Checked) -> (String, Tally, Vec<String>) {
     let _ = write!(
         t,
         "## {}: {}\n\nModel: {}. Kernel: {}. Host CPUs idle before the real runs: {}.\n\n\
-         The guest's costs (`schedlab calibrate` in a boot of this kernel): {}.\n\n",
+         The guest's costs (`schedlab calibrate` in boots of this kernel): {}.\n\n",
         c.policy.name,
         c.policy.kernel.map_or("-", |k| k.1),
         c.policy.source,
