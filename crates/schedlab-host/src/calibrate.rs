@@ -20,7 +20,11 @@
 //!   The same wakeups also give wake_remote: the writer's own CPU time per
 //!   write that wakes the reader on the other, idle CPU, less what the
 //!   same write costs it when nobody waits (the sending side of a
-//!   cross-CPU wakeup: the wakeup's IPI, which TCG emulates).
+//!   cross-CPU wakeup: the wakeup's IPI, which TCG emulates). And the
+//!   reader's own CPU from one wakeup to the next (switched in from the
+//!   idle task, its reply waking the writer's idle CPU), which is shown,
+//!   not charged: what it holds beyond context_switch and wake_remote is
+//!   not yet told apart.
 //! - syscall: sched_yield with nothing else runnable on the CPU.
 //! - timer_wakeup and timer_latency: a thread alone on a CPU sleeps to an
 //!   absolute time 200 us ahead, as the host runner's sleeps and timers
@@ -63,6 +67,9 @@ pub struct Calibration {
     /// The waker's CPU time per write that wakes a thread on another, idle
     /// CPU, beyond the same write's when nobody waits (None on one CPU).
     pub wake_remote: Option<Nanos>,
+    /// The woken reader's CPU time from one wakeup to the next in the same
+    /// test (None on one CPU).
+    pub reader_cycle_cpu: Option<Nanos>,
     /// Wakeup latency onto a CPU idle for longer (idle length, latency):
     /// deeper idle states cost more to leave, which one figure cannot say.
     pub deep_idle: Vec<(Nanos, Nanos)>,
@@ -180,6 +187,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     let (timer_cpu, timer_late) = timer_sleep(cpu, count(2_000.0))?;
     let (fork_parent, fork_child) = thread_creation(cpu, count(500.0))?;
     let tick = tick_lateness(&allowed);
+    let mut reader_cycle = None;
     let (idle_wakeup, wake_remote, deep_idle) = match other_cpu {
         Some(other) => {
             let shallow = idle_wakeup(cpu, other, wakeups, SHALLOW_IDLE)?;
@@ -190,6 +198,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
                 deep.push((gap, idle_wakeup(cpu, other, n, gap)?.latency));
             }
             let plain = plain_write_cpu(cpu, wakeups)?;
+            reader_cycle = Some(shallow.reader_cycle_cpu);
             (Some(shallow.latency), Some(shallow.writer_cpu.saturating_sub(plain)), deep)
         }
         None => (None, None, Vec::new()),
@@ -205,6 +214,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         context_switch,
         idle_wakeup,
         wake_remote,
+        reader_cycle_cpu: reader_cycle,
         deep_idle,
         syscall,
         timer_cpu,
@@ -484,6 +494,8 @@ struct IdleWakeup {
     latency: Nanos,
     /// Median CPU time of the writing thread in the write.
     writer_cpu: Nanos,
+    /// Median CPU time of the reader from one wakeup to the next.
+    reader_cycle_cpu: Nanos,
 }
 
 /// Median CPU time of a thread on `cpu` in a write to a pipe nobody waits
@@ -515,18 +527,28 @@ fn plain_write_cpu(cpu: usize, writes: u32) -> Result<Nanos, HostError> {
 fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<IdleWakeup, HostError> {
     let (there, back) = (pipe()?, pipe()?);
     std::thread::scope(|s| {
-        let reader = s.spawn(|| -> Result<Vec<Nanos>, HostError> {
+        let reader = s.spawn(|| -> Result<(Vec<Nanos>, Vec<Nanos>), HostError> {
             pin(other)?;
             let mut lat = Vec::with_capacity(wakeups as usize);
+            let mut cycles = Vec::with_capacity(wakeups as usize);
+            let mut cpu_at_last_wake = None;
             while let Some(sent) = there.recv() {
                 let woke = sys::now();
+                let cpu_now = sys::thread_cpu_time();
                 if sent == crate::STOP {
                     break;
                 }
+                // Its CPU from one wakeup to the next: the switch in from
+                // the idle task, the read's return, the reply that wakes
+                // the writer's idle CPU, the next read until it blocks.
+                if let Some(last) = cpu_at_last_wake {
+                    cycles.push(cpu_now.saturating_sub(last));
+                }
+                cpu_at_last_wake = Some(cpu_now);
                 lat.push(woke.saturating_sub(sent));
                 back.send(0);
             }
-            Ok(lat)
+            Ok((lat, cycles))
         });
         let writer = (|| {
             pin(cpu)?;
@@ -544,12 +566,13 @@ fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<Idl
             Ok(cpu_in_write)
         })();
         there.send(crate::STOP);
-        let lat = reader.join().expect("reader thread does not panic")?;
+        let (lat, cycles) = reader.join().expect("reader thread does not panic")?;
         let cpu_in_write = writer?;
         // The first tenth warms up and is not kept.
         Ok(IdleWakeup {
             latency: median(lat[lat.len() / 10..].to_vec()),
             writer_cpu: median(cpu_in_write[cpu_in_write.len() / 10..].to_vec()),
+            reader_cycle_cpu: median(cycles[cycles.len() / 10..].to_vec()),
         })
     })
 }
@@ -568,6 +591,7 @@ mod tests {
             context_switch: 4_100,
             idle_wakeup: Some(12_000),
             wake_remote: Some(3_000),
+            reader_cycle_cpu: Some(9_000),
             deep_idle: vec![(1_000_000, 25_000)],
             syscall: 350,
             timer_cpu: 1_500,

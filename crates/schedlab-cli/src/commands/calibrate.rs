@@ -16,6 +16,7 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
         let out = serde_json::json!({
             "costs": costs,
             "idle_wakeup_ns": c.idle_wakeup,
+            "idle_reader_cycle_cpu_ns": c.reader_cycle_cpu,
             "timer_late_ns": c.timer_late,
             "tick_lateness": tick,
             "other_load_pct": c.other_load_pct,
@@ -58,6 +59,12 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
                 println!(
                     "wake_remote     {:>10}  of the writer's CPU per such wakeup, beyond the same write with nobody waiting",
                     us(w)
+                );
+            }
+            if let Some(r) = c.reader_cycle_cpu {
+                println!(
+                    "                            the woken reader uses {} of CPU from one wakeup to the next (its reply wakes the writer's idle CPU)",
+                    us(r)
                 );
             }
             for (idle, latency) in &c.deep_idle {
