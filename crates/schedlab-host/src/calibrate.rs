@@ -187,8 +187,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     let (timer_cpu, timer_late) = timer_sleep(cpu, count(2_000.0))?;
     let (fork_parent, fork_child) = thread_creation(cpu, count(500.0))?;
     let tick = tick_lateness(&allowed);
-    let mut reader_cycle = None;
-    let (idle_wakeup, wake_remote, deep_idle) = match other_cpu {
+    let (idle_wakeup, wake_remote, reader_cycle_cpu, deep_idle) = match other_cpu {
         Some(other) => {
             let shallow = idle_wakeup(cpu, other, wakeups, SHALLOW_IDLE)?;
             let mut deep = Vec::new();
@@ -198,10 +197,10 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
                 deep.push((gap, idle_wakeup(cpu, other, n, gap)?.latency));
             }
             let plain = plain_write_cpu(cpu, wakeups)?;
-            reader_cycle = Some(shallow.reader_cycle_cpu);
-            (Some(shallow.latency), Some(shallow.writer_cpu.saturating_sub(plain)), deep)
+            let wake_remote = shallow.writer_cpu.saturating_sub(plain);
+            (Some(shallow.latency), Some(wake_remote), Some(shallow.reader_cycle_cpu), deep)
         }
-        None => (None, None, Vec::new()),
+        None => (None, None, None, Vec::new()),
     };
     let (other1, t1) = busy();
     let span = (t1 - t0).as_nanos() as f64 * used.len() as f64;
@@ -214,7 +213,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         context_switch,
         idle_wakeup,
         wake_remote,
-        reader_cycle_cpu: reader_cycle,
+        reader_cycle_cpu,
         deep_idle,
         syscall,
         timer_cpu,
@@ -417,6 +416,12 @@ pub(crate) fn median(mut v: Vec<Nanos>) -> Nanos {
     v.get(v.len() / 2).copied().unwrap_or(0)
 }
 
+/// The median of samples taken in a row, less their first tenth, which
+/// warms caches and settles the threads.
+fn median_after_warmup(samples: &[Nanos]) -> Nanos {
+    median(samples[samples.len() / 10..].to_vec())
+}
+
 /// Median over BATCHES batches of the time per call of `op`, `calls` calls
 /// in all; one batch more runs first to warm caches and settle the
 /// threads, and is not kept.
@@ -514,7 +519,7 @@ fn plain_write_cpu(cpu: usize, writes: u32) -> Result<Nanos, HostError> {
                     return Err(HostError::Setup("a pipe to itself failed".into()));
                 }
             }
-            Ok(median(took[took.len() / 10..].to_vec()))
+            Ok(median_after_warmup(&took))
         })
         .join()
         .expect("write thread does not panic")
@@ -568,11 +573,10 @@ fn idle_wakeup(cpu: usize, other: usize, wakeups: u32, gap: Nanos) -> Result<Idl
         there.send(crate::STOP);
         let (lat, cycles) = reader.join().expect("reader thread does not panic")?;
         let cpu_in_write = writer?;
-        // The first tenth warms up and is not kept.
         Ok(IdleWakeup {
-            latency: median(lat[lat.len() / 10..].to_vec()),
-            writer_cpu: median(cpu_in_write[cpu_in_write.len() / 10..].to_vec()),
-            reader_cycle_cpu: median(cycles[cycles.len() / 10..].to_vec()),
+            latency: median_after_warmup(&lat),
+            writer_cpu: median_after_warmup(&cpu_in_write),
+            reader_cycle_cpu: median_after_warmup(&cycles),
         })
     })
 }

@@ -25,11 +25,7 @@ impl<'w> Engine<'w> {
                 // the IPI. (An op that blocks right after its wakeup, a
                 // condition wait releasing its mutex, pays at its next run.)
                 let owed = std::mem::take(&mut prog.wakes_owed);
-                prog.remaining += owed;
-                prog.penalty += owed;
-                let at = now + prog.remaining;
-                let epoch = self.cpu_run[cpu as usize].epoch;
-                self.push(at, Kind::BurstEnd(cpu, epoch));
+                self.run_cost(cpu, t, owed);
                 return;
             }
             let Some(op) = program.get(prog.pc as usize) else {
@@ -176,11 +172,21 @@ impl<'w> Engine<'w> {
         self.sys.resched(cpu);
     }
 
+    /// The running task spends `cost` of CPU time that is no work of its
+    /// program, then its program goes on where it stands.
+    fn run_cost(&mut self, cpu: CpuId, t: TaskId, cost: Nanos) {
+        let prog = &mut self.progs[t as usize];
+        prog.remaining += cost;
+        prog.penalty += cost;
+        let at = self.sys.now + prog.remaining;
+        let epoch = self.cpu_run[cpu as usize].epoch;
+        self.push(at, Kind::BurstEnd(cpu, epoch));
+    }
+
     /// A fork op: clone()'s cost in the parent first (the op is taken again
     /// once it is paid), then the child, woken as a new task. Whether the
     /// parent stopped.
     pub(super) fn fork_op(&mut self, cpu: CpuId, t: TaskId, spec_id: TaskSpecId) -> bool {
-        let now = self.sys.now;
         let clone_cost = self.w.machine.costs.fork;
         let prog = &mut self.progs[t as usize];
         if clone_cost > 0 && !prog.fork_paid {
@@ -188,11 +194,7 @@ impl<'w> Engine<'w> {
             // runnable: pay for it, then take this step again.
             prog.fork_paid = true;
             prog.pc -= 1;
-            prog.remaining += clone_cost;
-            prog.penalty += clone_cost;
-            let at = now + prog.remaining;
-            let epoch = self.cpu_run[cpu as usize].epoch;
-            self.push(at, Kind::BurstEnd(cpu, epoch));
+            self.run_cost(cpu, t, clone_cost);
             return true;
         }
         prog.fork_paid = false;

@@ -39,14 +39,13 @@ pub(super) fn guest_costs(
                 }
                 // A kernel that hangs or crashes while booting now and then
                 // (muqss-5.10) is booted again, as for the real runs.
-                Err(e) if failed < MAX_FAILED_CALIBRATION_BOOTS && kernel_failure(&e).is_some() => {
-                    failed += 1;
-                    eprintln!(
-                        "schedlab: validate: {label}: {}; booting it again",
-                        kernel_failure(&e).unwrap_or_default()
-                    );
-                }
-                Err(e) => return Err(e),
+                Err(e) => match kernel_failure(&e) {
+                    Some(why) if failed < MAX_FAILED_CALIBRATION_BOOTS => {
+                        failed += 1;
+                        eprintln!("schedlab: validate: {label}: {why}; booting it again");
+                    }
+                    _ => return Err(e),
+                },
             }
         }
         let v = median_calibration(boots);

@@ -66,12 +66,14 @@ pub(super) fn figures(exp: &Experiment, r: &Report) -> Vec<Figure> {
     entries.sort_unstable();
     entries.dedup();
     // Each listed entry's CPU time and switches, over its tasks.
-    let time_and_switches = |k: usize| {
-        r.tasks
-            .iter()
-            .filter(|t| entries.get(k) == Some(&t.spec))
-            .fold((0u64, 0u64), |(c, n), t| (c + t.cpu_time_ns, n + t.voluntary_switches + t.involuntary_switches))
-    };
+    let mut per_entry = vec![(0u64, 0u64); entries.len()];
+    for t in &r.tasks {
+        if let Ok(k) = entries.binary_search(&t.spec) {
+            per_entry[k].0 += t.cpu_time_ns;
+            per_entry[k].1 += t.voluntary_switches + t.involuntary_switches;
+        }
+    }
+    let time_and_switches = |k: usize| per_entry.get(k).copied().unwrap_or_default();
     let mut out = Vec::new();
     // A share's figure carries the share of its tasks; others carry 100.
     let mut push = |key: String, label: String, kind, value, of_share, turn| {

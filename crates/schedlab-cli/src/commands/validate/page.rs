@@ -43,7 +43,8 @@ pub(super) fn page(
          measured by `schedlab calibrate` in three boots of the same kernel (the median of each cost, \
          listed under each policy, with the range of the boots: one boot's costs are not the kernel's): \
          under TCG the CPU is emulated, and a switch, a timer, a thread creation or the IPI a task sends \
-         to wake another CPU costs tens to hundreds of microseconds. The second simulation also starts at the guest kernel's uptime when the run began \
+         to wake another CPU costs tens to hundreds of microseconds. The second simulation also starts \
+         at the guest kernel's uptime when the run began \
          (the median of the runs, 2-3 s after boot; runs kept from before 2026-11-25 do not say, and are \
          simulated at the default hour): what the kernel made at boot is that old, and CacULE scores a \
          task group by its life since boot. And it starts the tasks as the real runner does: created one \
@@ -59,7 +60,8 @@ pub(super) fn page(
          also within {:.0}% of that share, or for a spread within one turn of those tasks (their CPU \
          time per switch, in points of the run): a spread moves by whole turns, and with 1024 spinners a \
          4 ms turn is 0.13 points where a quarter of their share is 0.03. Durations (run time per \
-         switch, wakeup latency p50): within {:.0}% (run time per switch is the p50 where one kind of task runs, and each kind's mean beside \
+         switch, wakeup latency p50): within {:.0}% (run time per switch is the p50 where one kind of \
+         task runs, and each kind's mean beside \
          another kind); where both sides are below 250 µs the figure is *not compared*: it measures what \
          the emulation costs. A figure one side has and the other lacks is a flag.\n\n\
          **Verdicts.** A figure outside its tolerance with the default costs is flagged. It is *explained* \
@@ -159,7 +161,8 @@ pub(super) const DECISIONS_INTRO: &str = "\n### Placement decisions on more CPUs
     than the task's last, new tasks placed on an idle CPU, and balancing moves (of a runnable task) that went \
     to an idle CPU. A wakeup of a task that had not yet switched out (the kernel finds it still queued and \
     places nothing; under TCG that race is common) is not counted. What a busy guest changes is how loaded \
-    the LLC looks (PELT follows the guest's slower time), so these are the placement rules under the load each side saw. Tolerance: 5 points, or two \
+    the LLC looks (PELT follows the guest's slower time), so these are the placement rules under the load \
+    each side saw. Tolerance: 5 points, or two \
     binomial standard deviations of the real count.\n\n";
 
 /// The head of a policy's tables.
