@@ -2,7 +2,7 @@
 //! flags all workload commands share, and how they become the workload's
 //! overrides.
 
-use crate::commands::vm;
+use crate::commands::{program, vm};
 use clap::{Args, Parser, Subcommand};
 use schedlab_sim::Overrides;
 use schedlab_sim::time::{parse_duration, parse_duration_flag};
@@ -38,8 +38,10 @@ pub(crate) enum Command {
     },
     /// Run a workload on several schedulers and compare them in one table.
     Compare(CompareArgs),
-    /// Run a workload as real threads in a real kernel booted under QEMU
-    /// (a bzImage of the scheduler to measure), with the same report.
+    /// Run a workload as real threads, or real programs (after --), in a
+    /// real kernel booted under QEMU (a bzImage of the scheduler to
+    /// measure), with the same report.
+    #[command(mut_arg("workload", |a| a.required(false).default_value("").index(1)))]
     Vm {
         #[command(flatten)]
         common: Common,
@@ -54,7 +56,12 @@ pub(crate) enum Command {
         /// Print the per-task table as well.
         #[arg(long)]
         tasks: bool,
+        #[command(flatten)]
+        program_opts: program::ProgramArgs,
     },
+    /// Inside a guest: run the programs of a job file under a trace.
+    #[command(hide = true)]
+    GuestPrograms { job: std::path::PathBuf },
     /// Run a workload as real threads on this machine's kernel.
     Host {
         #[command(flatten)]
@@ -336,6 +343,7 @@ pub(crate) fn common(workload: &str, params: &[(&str, i64)], duration: u64) -> C
 // The flags of `compare` (no doc comment: clap would take it for the
 // command's help, which the variant's gives).
 #[derive(Args)]
+#[command(mut_arg("workload", |a| a.required(false).default_value("").index(1)))]
 pub(crate) struct CompareArgs {
     #[command(flatten)]
     pub(crate) common: Common,
@@ -347,9 +355,11 @@ pub(crate) struct CompareArgs {
     pub(crate) host: bool,
     #[command(flatten)]
     pub(crate) host_opts: HostArgs,
-    /// Also run the workload in a real kernel booted under QEMU, as a row
-    /// named NAME (repeatable), e.g. bmq=../shared/kernels/bmq-6.12.bzImage.
-    #[arg(long = "kernel", value_name = "NAME=FILE", value_parser = vm::parse_kernel)]
+    /// Also run the workload in a real kernel booted under QEMU, one row
+    /// each: NAME=FILE, a bzImage's path, a kernel's name in
+    /// $SCHEDLAB_KERNELS (default ../shared/kernels), e.g. bmq-6.12, or
+    /// `all` for every kernel there (comma-separated or repeated).
+    #[arg(long = "kernel", value_name = "KERNEL", value_delimiter = ',', value_parser = vm::parse_kernel)]
     pub(crate) kernel: Vec<(String, std::path::PathBuf)>,
     #[command(flatten)]
     pub(crate) vm_opts: vm::VmArgs,
@@ -367,4 +377,6 @@ pub(crate) struct CompareArgs {
     /// Length of the timeline window.
     #[arg(long, value_parser = parse_duration_flag, default_value = "200ms", value_name = "TIME")]
     pub(crate) timeline_len: u64,
+    #[command(flatten)]
+    pub(crate) program_opts: program::ProgramArgs,
 }

@@ -30,7 +30,7 @@ pub mod signals;
 mod sync;
 mod sys;
 mod threads;
-mod tracing;
+pub mod tracing;
 
 pub use measure::{
     CPU_BEFORE_START_P50, TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,

@@ -12,6 +12,12 @@ pub struct Recording {
     /// missing bursts).
     pub overrun: u64,
     pub exit_status: std::process::ExitStatus,
+    /// The command's process (the root of what it started).
+    pub pid: u32,
+    /// CLOCK_MONOTONIC (the trace's clock) just before the command
+    /// started and when it was seen to end.
+    pub started: schedlab_sim::Nanos,
+    pub ended: schedlab_sim::Nanos,
     /// The stop signal that ended the recording early, passed on to the
     /// command; the trace up to then is kept.
     pub interrupted: Option<libc::c_int>,
@@ -43,6 +49,7 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     // reaches everything it started (a shell's children that ignore
     // signals too, at the grace period's end) and nothing of schedlab's:
     // a terminal's Ctrl-C reaches schedlab, which passes it on.
+    let started = sys::now();
     let mut child = std::process::Command::new(program)
         .args(args)
         .process_group(0)
@@ -51,6 +58,7 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     let group = child.id() as libc::pid_t;
     let mut interrupted = None;
     let mut deadline = None;
+    let ended;
     let exit_status = loop {
         if let Some(status) = child.try_wait().map_err(|e| HostError::Setup(format!("waiting for '{program}': {e}")))? {
             // A signal that came as the command ended still ends the
@@ -61,6 +69,7 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
                 // it (a background child) goes with it.
                 unsafe { libc::killpg(group, libc::SIGKILL) };
             }
+            ended = sys::now();
             break status;
         }
         if interrupted.is_none()
@@ -81,5 +90,5 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     };
     tracer.set_on(false);
     let (text, overrun) = tracer.text().map_err(HostError::Setup)?;
-    Ok(Recording { text, overrun, exit_status, interrupted, warnings })
+    Ok(Recording { text, overrun, exit_status, pid: group as u32, started, ended, interrupted, warnings })
 }

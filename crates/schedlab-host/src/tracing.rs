@@ -127,6 +127,13 @@ impl Tracer {
         Ok(t)
     }
 
+    /// Sets one of the instance's trace options (options/NAME), e.g.
+    /// record-tgid, which heads each line with its task's thread group.
+    pub fn set_option(&self, name: &str, on: bool) -> Result<(), String> {
+        std::fs::write(self.dir.join("options").join(name), if on { "1" } else { "0" })
+            .map_err(|e| format!("tracefs option {name}: {e}"))
+    }
+
     pub fn set_on(&self, on: bool) {
         let _ = std::fs::write(self.dir.join("tracing_on"), if on { "1" } else { "0" });
     }

@@ -1,7 +1,9 @@
 //! The guest's root file system: a newc cpio archive (the format the kernel
 //! unpacks into its rootfs) holding the schedlab binary as `/init`, the
-//! shared libraries it loads, a `/dev/console` node for init's first file
-//! descriptors, and the job: its arguments and the files they name.
+//! shared libraries it loads (crate::elf), a `/dev/console` node for init's
+//! first file descriptors, the job (its arguments and the files they
+//! name), and for a real program its closure and `--include`s, each at its
+//! own path.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -62,37 +64,94 @@ impl<W: Write> Archive<W> {
     }
 }
 
-/// The shared libraries and the ELF interpreter `binary` loads, as `ldd`
-/// resolves them on this machine; none for a static binary.
-fn shared_libraries(binary: &Path) -> Result<Vec<PathBuf>, String> {
-    let out = match std::process::Command::new("ldd").arg(binary).output() {
-        Ok(out) => out,
-        Err(e) => return Err(format!("cannot run ldd to find the libraries of {}: {e}", binary.display())),
-    };
-    let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || text.contains("not a dynamic executable") || text.contains("statically linked") {
-        return Ok(Vec::new());
-    }
-    let mut libs = Vec::new();
-    for line in text.lines() {
-        // "libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x...)" or
-        // "/lib64/ld-linux-x86-64.so.2 (0x...)"; the vDSO has no file.
-        let path = match line.split_once("=>") {
-            Some((_, rest)) => rest.split_whitespace().next(),
-            None => line.split_whitespace().next().filter(|p| p.starts_with('/')),
-        };
-        match path {
-            Some(p) if p.starts_with('/') => libs.push(PathBuf::from(p)),
-            Some("not") => return Err(format!("{} needs a library this machine lacks: {line}", binary.display())),
-            _ => {}
+/// One more thing to place in the guest: a file of this machine at the
+/// same path, a directory, or a symlink (a source tree keeps its links).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Extra {
+    File(PathBuf),
+    Dir(PathBuf),
+    Symlink { path: PathBuf, target: PathBuf },
+}
+
+impl Extra {
+    fn add<W: Write>(&self, a: &mut Archive<W>) -> Result<(), String> {
+        fn io(p: &Path) -> impl Fn(std::io::Error) -> String + '_ {
+            move |e| format!("packing {}: {e}", p.display())
+        }
+        match self {
+            Extra::File(path) => {
+                use std::os::unix::fs::PermissionsExt;
+                let meta = std::fs::metadata(path).map_err(io(path))?;
+                let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                a.file(&path.to_string_lossy(), meta.permissions().mode() & 0o7777, &data).map_err(io(path))
+            }
+            Extra::Dir(path) => a.dir(&path.to_string_lossy()).map_err(io(path)),
+            Extra::Symlink { path, target } => {
+                a.parents(&path.to_string_lossy()).map_err(io(path))?;
+                a.entry(&path.to_string_lossy(), 0o120777, (0, 0), target.to_string_lossy().as_bytes())
+                    .map_err(io(path))
+            }
         }
     }
-    Ok(libs)
+
+    /// Bytes it adds to the guest's memory.
+    pub fn size(&self) -> u64 {
+        match self {
+            Extra::File(p) => std::fs::metadata(p).map_or(0, |m| m.len()),
+            _ => 0,
+        }
+    }
+}
+
+/// What `--include PATH` places in the guest: the file, or the directory
+/// with everything below it (symlinks as links), at its absolute path.
+pub fn include(path: &Path) -> Result<Vec<Extra>, String> {
+    let abs = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|e| format!("cannot read the current directory: {e}"))?.join(path)
+    };
+    let mut out = Vec::new();
+    walk(&abs, &mut out)?;
+    Ok(out)
+}
+
+fn walk(path: &Path, out: &mut Vec<Extra>) -> Result<(), String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("--include {}: {e}", path.display()))?;
+    let ft = meta.file_type();
+    if ft.is_symlink() {
+        let target = std::fs::read_link(path).map_err(|e| format!("--include {}: {e}", path.display()))?;
+        out.push(Extra::Symlink { path: path.to_path_buf(), target });
+    } else if ft.is_dir() {
+        out.push(Extra::Dir(path.to_path_buf()));
+        let mut children: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| format!("--include {}: {e}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        children.sort();
+        for child in children {
+            walk(&child, out)?;
+        }
+    } else if ft.is_file() {
+        out.push(Extra::File(path.to_path_buf()));
+    } else {
+        return Err(format!(
+            "--include {}: not a file, directory or symlink (a device or a socket cannot be copied into the guest)",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// Writes the initramfs for running `binary` in the guest with `args`,
-/// `files` placed under JOB_DIR by name.
-pub fn write(out: &Path, binary: &Path, args: &[String], files: &[(String, Vec<u8>)]) -> Result<(), String> {
+/// `files` placed under JOB_DIR by name, and `extra` at their own paths.
+pub fn write(
+    out: &Path,
+    binary: &Path,
+    args: &[String],
+    files: &[(String, Vec<u8>)],
+    extra: &[Extra],
+) -> Result<(), String> {
     let io = |e: std::io::Error| format!("writing the initramfs {}: {e}", out.display());
     let file = std::fs::File::create(out).map_err(io)?;
     let mut a = Archive { out: std::io::BufWriter::new(file), ino: 0, dirs: BTreeSet::new() };
@@ -104,9 +163,21 @@ pub fn write(out: &Path, binary: &Path, args: &[String], files: &[(String, Vec<u
     a.entry("/dev/console", 0o020600, (5, 1), &[]).map_err(io)?;
     let exe = std::fs::read(binary).map_err(|e| format!("cannot read {}: {e}", binary.display()))?;
     a.file("/init", 0o755, &exe).map_err(io)?;
-    for lib in shared_libraries(binary)? {
-        let data = std::fs::read(&lib).map_err(|e| format!("cannot read {}: {e}", lib.display()))?;
+    let own = crate::elf::closure(binary)?;
+    let mut packed: BTreeSet<PathBuf> = BTreeSet::new();
+    for lib in own.files.iter().filter(|f| *f != binary) {
+        let data = std::fs::read(lib).map_err(|e| format!("cannot read {}: {e}", lib.display()))?;
         a.file(&lib.to_string_lossy(), 0o755, &data).map_err(io)?;
+        packed.insert(lib.clone());
+    }
+    for x in extra {
+        // A program's libraries are often schedlab's too (libc): once.
+        if let Extra::File(p) = x
+            && !packed.insert(p.clone())
+        {
+            continue;
+        }
+        x.add(&mut a)?;
     }
     let args = serde_json::to_vec(args).map_err(|e| format!("encoding the guest's arguments: {e}"))?;
     a.file(ARGS_FILE, 0o644, &args).map_err(io)?;
@@ -128,7 +199,8 @@ mod tests {
         let out = dir.path().join("initrd.cpio");
         let exe = std::env::current_exe().unwrap();
         let files = vec![("w.toml".to_string(), b"duration = \"1s\"".to_vec())];
-        write(&out, &exe, &["host".into(), "/job/w.toml".into()], &files).unwrap();
+        let extra = [Extra::Dir("/src/tree".into()), Extra::Symlink { path: "/src/tree/l".into(), target: "x".into() }];
+        write(&out, &exe, &["host".into(), "/job/w.toml".into()], &files, &extra).unwrap();
         let mut names = Vec::new();
         let mut r = std::fs::File::open(&out).unwrap();
         loop {
@@ -146,8 +218,11 @@ mod tests {
         // Parents come before their children, as the kernel creates them.
         let pos = |n: &str| names.iter().position(|(name, _, _)| name == n).unwrap();
         assert!(pos("job") < pos("job/w.toml"));
-        for lib in shared_libraries(&exe).unwrap() {
+        for lib in crate::elf::closure(&exe).unwrap().files.iter().filter(|f| **f != exe) {
             assert!(has(lib.to_string_lossy().trim_start_matches('/')), "{} missing", lib.display());
         }
+        let link = names.iter().find(|(n, _, _)| n == "src/tree/l").expect("the symlink");
+        assert_eq!(link.1 & 0o170000, 0o120000);
+        assert!(pos("src") < pos("src/tree") && pos("src/tree") < pos("src/tree/l"));
     }
 }

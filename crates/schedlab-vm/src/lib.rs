@@ -32,8 +32,10 @@
 //! with it; one left by a run that was SIGKILLed is removed by the next run
 //! of any command (schedlab_host::leftovers).
 
+pub mod elf;
 pub mod guest;
 pub mod initramfs;
+pub mod programs;
 
 use schedlab_host::signals;
 use std::io::Read;
@@ -99,6 +101,9 @@ pub struct GuestJob {
     pub args: Vec<String>,
     /// Files the command line names, placed in /job/ by name.
     pub files: Vec<(String, Vec<u8>)>,
+    /// Files of this machine placed at their own paths (a program, its
+    /// libraries, what `--include` names).
+    pub extra: Vec<initramfs::Extra>,
 }
 
 pub struct VmRun {
@@ -427,7 +432,7 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
         .map_err(|e| VmError::Setup(format!("cannot write in {}: {e}", dir.path().display())))?;
     let initrd = dir.path().join("initrd.cpio");
     let exe = std::env::current_exe().map_err(|e| VmError::Setup(format!("cannot find schedlab's own binary: {e}")))?;
-    initramfs::write(&initrd, &exe, &job.args, &job.files).map_err(VmError::Setup)?;
+    initramfs::write(&initrd, &exe, &job.args, &job.files, &job.extra).map_err(VmError::Setup)?;
     let launch = Launch { qemu: &qemu, opts, dir: dir.path(), initrd: &initrd };
 
     let (mut q, boot, accel) = match opts.accel {

@@ -1,8 +1,8 @@
 //! `schedlab compare`: one workload on several schedulers (and real
 //! kernels) in one table, with an optional HTML page.
 
-use crate::args::CompareArgs;
-use crate::commands::vm;
+use crate::args::{Common, CompareArgs};
+use crate::commands::{program, vm};
 use crate::output::{structured_output, timeline_window, write_html};
 use crate::render::{self, html};
 use crate::simulate::{load_workload, policy_names, run_host, simulate_each, simulate_with_timeline};
@@ -11,9 +11,38 @@ use rayon::prelude::*;
 use schedlab_sim::Report;
 use schedlab_sim::report::timeline::Schedule;
 use schedlab_sim::time::format_duration;
+use std::path::{Path, PathBuf};
 
 pub(crate) fn run(a: CompareArgs) -> Result<()> {
-    let CompareArgs { common, sched, host, host_opts, kernel, vm_opts, tasks, html, timeline_at, timeline_len } = a;
+    let CompareArgs {
+        common,
+        sched,
+        host,
+        host_opts,
+        kernel,
+        vm_opts,
+        tasks,
+        html,
+        timeline_at,
+        timeline_len,
+        program_opts,
+    } = a;
+    let kernel = expand_kernels(kernel)?;
+    if program_opts.given() {
+        if !sched.is_empty() {
+            bail!(
+                "--sched: a real program has no simulated rows yet; keep its guest trace (--trace-out FILE) and \
+                 `schedlab replay FILE` it on the models"
+            );
+        }
+        return programs(&common, host, &kernel, &vm_opts, &program_opts, tasks, html.as_deref());
+    }
+    if common.workload.is_empty() {
+        bail!(
+            "give a workload (a file or a built-in scenario), or real programs after -- with --kernel all or \
+             --host"
+        );
+    }
     let w = load_workload(&common)?;
     let names = policy_names(sched, &w)?;
     if let Some(at) = timeline_at
@@ -71,6 +100,92 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
                 print!("{}", render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
             }
         }
+    }
+    Ok(())
+}
+
+/// --kernel's entries with `all` replaced by every kernel of the kernels'
+/// directory, each once.
+fn expand_kernels(kernel: Vec<(String, PathBuf)>) -> Result<Vec<(String, PathBuf)>> {
+    let mut out: Vec<(String, PathBuf)> = Vec::new();
+    for (name, file) in kernel {
+        let more = if name == "all" && file.as_os_str().is_empty() {
+            program::all_kernels(&program::kernels_dir())?
+        } else {
+            vec![(name, file)]
+        };
+        for k in more {
+            if !out.iter().any(|(n, _)| *n == k.0) {
+                out.push(k);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Real programs on each kernel, one guest at a time, and on this
+/// machine's kernel with --host: one row each.
+fn programs(
+    common: &Common,
+    host: bool,
+    kernel: &[(String, PathBuf)],
+    vm_opts: &vm::VmArgs,
+    a: &program::ProgramArgs,
+    tasks: bool,
+    html: Option<&Path>,
+) -> Result<()> {
+    program::refuse_workload_flags(common)?;
+    if kernel.is_empty() && !host {
+        bail!("a real program runs in real kernels: give --kernel all (or names, or NAME=FILE) and/or --host");
+    }
+    let cpus = common.cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u32));
+    let prepared = program::prepare(a, vm_opts.memory, vm_opts.timeout.unwrap_or(program::DEFAULT_TIMEOUT_NS))?;
+    let mut reports = Vec::new();
+    let mut failed = 0;
+    for (label, file) in kernel {
+        eprintln!("schedlab: booting {label} ({} vCPUs) for '{}'", cpus, a.program.join(" "));
+        let result = program::run_vm(&prepared, file, label, cpus, vm_opts)?;
+        if program::outcome(&result, label) != 0 {
+            failed += 1;
+        }
+        if let Some(out) = &a.trace_out {
+            program::write_trace(&result, out, Some(label))?;
+        }
+        reports.push(result.report);
+    }
+    if host {
+        let (report, status) = program::run_host(a)?;
+        if status != 0 {
+            eprintln!("schedlab: host: '{}' exited with {status}", a.program.join(" "));
+            failed += 1;
+        }
+        reports.push(report);
+    }
+    let heading = format!(
+        "{}: {cpus} CPUs, real kernels, each row from its own trace of every task",
+        reports.first().map_or(String::new(), |r| r.workload.clone())
+    );
+    if let Some(path) = html {
+        let timelines: Vec<Option<Schedule>> = reports.iter().map(|_| None).collect();
+        write_html(path, &html::page(&format!("schedlab: {}", a.program.join(" ")), &heading, &reports, &timelines))?;
+    }
+    if !structured_output(common, &reports, tasks, false)? {
+        println!("{heading}\n");
+        print!("{}", render::comparison_table(&reports));
+        if tasks {
+            println!("\nCPU share per task, % of one CPU:");
+            print!("{}", render::task_share_table(&reports, None));
+        }
+        if common.hist {
+            for r in &reports {
+                println!("\n{}:", r.scheduler);
+                print!("{}", render::log2_hist("wakeup_latency_ns", &r.wakeup_latency));
+                print!("{}", render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("the program failed on {failed} of {} kernels (see above)", reports.len());
     }
     Ok(())
 }

@@ -7,6 +7,7 @@ pub(crate) mod compare;
 pub(crate) mod experiments;
 pub(crate) mod host;
 pub(crate) mod list;
+pub(crate) mod program;
 pub(crate) mod record;
 pub(crate) mod replay;
 pub(crate) mod run;
@@ -26,13 +27,32 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
         Command::Trace { common, sched, output, format } => trace::run(common, sched, output, format),
         Command::Replay { common, sched, tasks } => replay::run(&common, sched, tasks),
         Command::Record { output, command } => record::run(output, command),
-        Command::Vm { common, kernel, vm_opts, host_opts, tasks } => {
+        Command::Vm { common, kernel, vm_opts, host_opts, tasks, program_opts } => {
+            if program_opts.given() {
+                let code = program::vm_command(&common, &program_opts, &kernel, &vm_opts, tasks)?;
+                if code != 0 {
+                    std::process::exit(code);
+                }
+                return Ok(());
+            }
+            if common.workload.is_empty() {
+                anyhow::bail!(
+                    "give a workload (a file or a built-in scenario) or a program after --, e.g. -- stress-ng --cpu 2 --timeout 3s"
+                );
+            }
             let w = load_workload(&common)?;
             let label = vm::kernel_label(&kernel);
             let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
             print_one(&common, &report, tasks)
         }
         Command::Host { common, host_opts } => host::run(common, host_opts),
+        Command::GuestPrograms { job } => {
+            let text = std::fs::read(&job)?;
+            let job: schedlab_vm::programs::ProgramsJob = serde_json::from_slice(&text)?;
+            let result = schedlab_vm::programs::run_in_guest(&job).map_err(|e| anyhow::anyhow!("{e}"))?;
+            println!("{}", serde_json::to_string(&result)?);
+            Ok(())
+        }
         Command::Compare(args) => compare::run(args),
         Command::Sweep { common, vary, sched, metric, output, plot, jobs } => sweep::run(sweep::SweepRequest {
             common: &common,

@@ -26,6 +26,7 @@ mod tests {
     fn kernel_rows_are_named() {
         assert_eq!(parse_kernel("bmq=/k/bmq-6.12.bzImage"), Ok(("bmq".into(), PathBuf::from("/k/bmq-6.12.bzImage"))));
         assert!(parse_kernel("/k/bmq").unwrap_err().contains("NAME=FILE"));
+        assert_eq!(parse_kernel("all"), Ok(("all".into(), PathBuf::new())));
         assert!(parse_kernel("=/k/bmq").unwrap_err().contains("needs a name"));
         assert_eq!(kernel_label(Path::new("../shared/kernels/pds-6.12.bzImage")), "pds-6.12");
         assert_eq!(parse_boot_arg("rqshare=mc"), Ok("rqshare=mc".into()));
@@ -92,8 +93,30 @@ fn parse_memory(s: &str) -> Result<u64, String> {
     }
 }
 
-/// `NAME=FILE` of --kernel.
+/// One --kernel of compare: `NAME=FILE`, a bzImage's path (named after the
+/// file), a kernel's name in the kernels' directory, or `all` (kept as the
+/// name "all" with no file, and expanded by the command).
 pub(crate) fn parse_kernel(s: &str) -> Result<(String, PathBuf), String> {
+    let s = s.trim();
+    if s == "all" {
+        return Ok(("all".into(), PathBuf::new()));
+    }
+    if !s.contains('=') {
+        let path = PathBuf::from(s);
+        if path.is_file() {
+            return Ok((kernel_label(&path), path));
+        }
+        let dir = crate::commands::program::kernels_dir();
+        let named = dir.join(format!("{s}.bzImage"));
+        if !s.contains('/') && named.is_file() {
+            return Ok((s.to_string(), named));
+        }
+        return Err(format!(
+            "'{s}' is neither a kernel file nor a kernel in {}: give NAME=FILE, a bzImage's path, a name such as \
+             bmq-6.12, or all",
+            dir.display()
+        ));
+    }
     let (name, file) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}' is not NAME=FILE, e.g. bmq=../shared/kernels/bmq-6.12.bzImage"))?;
@@ -119,7 +142,7 @@ pub(crate) const HOST_OTHERS: &str = "host_other_processes_cpus";
 /// From this much, the report says so.
 const HOST_OTHERS_WARN_CPUS: f64 = 0.1;
 
-fn run_in_guest(
+pub(crate) fn run_in_guest(
     job: &schedlab_vm::GuestJob,
     kernel: &Path,
     topology: [u32; 3],
@@ -160,6 +183,7 @@ pub(crate) fn calibrate(kernel: &Path, cpus: u32, vm: &VmArgs, label: &str) -> R
     let job = schedlab_vm::GuestJob {
         args: vec!["schedlab".into(), "calibrate".into(), "--json".into(), "--samples".into(), "0.25".into()],
         files: Vec::new(),
+        extra: Vec::new(),
     };
     let out = run_in_guest(&job, kernel, [1, cpus, 1], vm.timeout.unwrap_or(180_000_000_000), vm, label)?;
     serde_json::from_str(&out.stdout)
@@ -193,31 +217,18 @@ fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_
     if host.no_groups {
         args.push("--no-groups".into());
     }
-    Ok(schedlab_vm::GuestJob { args, files })
+    Ok(schedlab_vm::GuestJob { args, files, extra: Vec::new() })
 }
 
-/// Runs `w` (read from `common`) in `kernel` under QEMU and returns its
-/// report, its scheduler named `label`.
-pub(crate) fn run(
-    common: &Common,
-    w: &Workload,
+/// Names a guest's report after its kernel and says what the guest was:
+/// the accelerator, vCPUs, boot time, and what that means for its figures.
+pub(crate) fn label_report(
+    report: &mut Report,
+    out: &schedlab_vm::VmRun,
+    topology: [u32; 3],
     kernel: &Path,
     label: &str,
-    vm: &VmArgs,
-    host: &HostArgs,
-) -> Result<Report> {
-    if !common.set.is_empty() {
-        bail!("--set changes simulated tunables; a real kernel runs with its own (compare the tunables it reports)");
-    }
-    if !common.cost.is_empty() {
-        bail!("--cost sets what the simulator charges; a real kernel pays its own costs");
-    }
-    let t = &w.machine.topology;
-    let topology = [t.llcs, t.cores_per_llc, t.threads_per_core];
-    let run_timeout = vm.timeout.unwrap_or(120_000_000_000 + w.duration.saturating_mul(2));
-    let out = run_in_guest(&guest_job(common, w, host)?, kernel, topology, run_timeout, vm, label)?;
-    let mut report: Report = serde_json::from_str(&out.stdout)
-        .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
+) {
     report.source = "vm".into();
     report.extra.push((HOST_OTHERS.to_string(), (out.host_others_cpus * 100.0).round() / 100.0));
     report.scheduler = format!("{label} (vm)");
@@ -254,5 +265,30 @@ pub(crate) fn run(
             }
         }
     }
+}
+
+/// Runs `w` (read from `common`) in `kernel` under QEMU and returns its
+/// report, its scheduler named `label`.
+pub(crate) fn run(
+    common: &Common,
+    w: &Workload,
+    kernel: &Path,
+    label: &str,
+    vm: &VmArgs,
+    host: &HostArgs,
+) -> Result<Report> {
+    if !common.set.is_empty() {
+        bail!("--set changes simulated tunables; a real kernel runs with its own (compare the tunables it reports)");
+    }
+    if !common.cost.is_empty() {
+        bail!("--cost sets what the simulator charges; a real kernel pays its own costs");
+    }
+    let t = &w.machine.topology;
+    let topology = [t.llcs, t.cores_per_llc, t.threads_per_core];
+    let run_timeout = vm.timeout.unwrap_or(120_000_000_000 + w.duration.saturating_mul(2));
+    let out = run_in_guest(&guest_job(common, w, host)?, kernel, topology, run_timeout, vm, label)?;
+    let mut report: Report = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
+    label_report(&mut report, &out, topology, kernel, label);
     Ok(report)
 }

@@ -12,6 +12,12 @@
 //!   an `instance:` prefix for events of a tracefs instance;
 //! - `trace-cmd report -R`: the raw fields, prev_state as the kernel's
 //!   number (0 running, 0x100 preempted, else the sleep state's bit).
+//!
+//! sched_process_fork and sched_process_exit are read too: they tell which
+//! tasks a program created and when each ended (a guest's trace of a real
+//! program, `report::recorded`). With tracefs's `record-tgid` option each
+//! line carries its task's thread group, `comm-pid (tgid) [cpu]`, which
+//! [`line_context`] reads.
 
 use crate::time::Nanos;
 
@@ -50,6 +56,17 @@ pub enum SchedEventKind {
     Exec {
         pid: u32,
         filename: String,
+    },
+    /// `parent_pid` created `child_pid` (a process or a thread).
+    Fork {
+        parent_pid: u32,
+        child_comm: String,
+        child_pid: u32,
+    },
+    /// A task began to exit (do_exit): it runs a little longer, then
+    /// switches out for the last time.
+    Exit {
+        pid: u32,
     },
 }
 
@@ -237,9 +254,30 @@ pub fn parse_line(line: &str) -> Result<Option<SchedEvent>, String> {
             filename: field(fields, "filename", Some("pid"))?.to_string(),
             pid: num(field(fields, "pid", None)?, "pid")?,
         },
+        "sched_process_fork" => SchedEventKind::Fork {
+            parent_pid: num(field(fields, "pid", None)?, "pid")?,
+            child_comm: field(fields, "child_comm", Some("child_pid"))?.to_string(),
+            child_pid: num(field(fields, "child_pid", None)?, "child_pid")?,
+        },
+        "sched_process_exit" => SchedEventKind::Exit { pid: num(field(fields, "pid", None)?, "pid")? },
         _ => return Ok(None),
     };
     Ok(Some(SchedEvent { ts, cpu, kind }))
+}
+
+/// The task in whose context a line was printed, as tracefs (`comm-pid`)
+/// or perf (`comm pid`) heads it, and its thread group where the line
+/// carries one (tracefs's record-tgid option: `comm-pid (tgid) [cpu]`;
+/// `(-------)` when the kernel had not seen the group).
+pub fn line_context(line: &str) -> Option<(u32, Option<u32>)> {
+    let head = &line[..line.find('[')?];
+    let (head, tgid) = match head.trim_end().strip_suffix(')').and_then(|h| h.rsplit_once('(')) {
+        Some((before, tgid)) => (before, tgid.trim().parse().ok()),
+        None => (head, None),
+    };
+    let last = head.split_whitespace().last()?;
+    let pid = last.rsplit('-').next().unwrap_or(last);
+    Some((pid.parse().ok()?, tgid))
 }
 
 /// "1234.567890" (seconds, microseconds or nanoseconds after the point).
@@ -351,5 +389,22 @@ mod tests {
         assert_eq!(SchedEventKind::comm_after_exec(&filename), "a-very-long-pro");
         assert_eq!(parse_line("cpus=2").unwrap(), None);
         assert_eq!(parse_line("sched_switch: not an event line").unwrap(), None);
+    }
+
+    #[test]
+    fn reads_fork_exit_and_the_thread_group_of_a_line() {
+        let fork = "  stress-ng-51  (     51) [001] ..... 3.1: sched_process_fork: comm=stress-ng pid=51 \
+                    child_comm=stress-ng child_pid=52";
+        let ev = parse_line(fork).unwrap().unwrap();
+        assert_eq!(ev.kind, SchedEventKind::Fork { parent_pid: 51, child_comm: "stress-ng".into(), child_pid: 52 });
+        assert_eq!(line_context(fork), Some((51, Some(51))));
+        let exit = "  cyclictest-60  (     58) [000] ..... 4.2: sched_process_exit: comm=cyclictest pid=60 prio=120";
+        assert_eq!(parse_line(exit).unwrap().unwrap().kind, SchedEventKind::Exit { pid: 60 });
+        assert_eq!(line_context(exit), Some((60, Some(58))));
+        let unknown = "  <idle>-0  (-------) [000] d..2. 4.3: sched_switch: prev_comm=swapper/0 prev_pid=0 \
+                       prev_prio=120 prev_state=R ==> next_comm=a next_pid=9 next_prio=120";
+        assert_eq!(line_context(unknown), Some((0, None)));
+        assert_eq!(line_context("  perf 26253 [000]  4542.620305: sched:sched_switch: x"), Some((26253, None)));
+        assert_eq!(line_context("  Web Content-3768 [001] 1.0: x"), Some((3768, None)));
     }
 }

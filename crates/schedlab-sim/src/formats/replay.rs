@@ -90,10 +90,7 @@ impl Task {
 /// The waker of a sched_waking line: the task in whose context it was
 /// printed ("comm-pid [cpu]" for tracefs, "comm pid [cpu]" for perf).
 fn context_pid(line: &str) -> Option<u32> {
-    let head = &line[..line.find('[')?];
-    let last = head.split_whitespace().last()?;
-    let pid = last.rsplit('-').next().unwrap_or(last);
-    pid.parse().ok()
+    ftrace::line_context(line).map(|(pid, _)| pid)
 }
 
 /// The CPU a per-CPU kernel thread is bound to, from its name.
@@ -262,7 +259,7 @@ impl Schedule {
             SchedEventKind::Wakeup { comm, pid, prio, new: true, .. } => {
                 self.tasks.entry(*pid).or_insert_with(|| Task::new(comm, *prio, now));
             }
-            SchedEventKind::Migrate { .. } => {}
+            SchedEventKind::Migrate { .. } | SchedEventKind::Fork { .. } | SchedEventKind::Exit { .. } => {}
             SchedEventKind::Exec { pid, filename } => {
                 if let Some(t) = self.tasks.get_mut(pid) {
                     t.comm = SchedEventKind::comm_after_exec(filename);

@@ -4,6 +4,7 @@
 //! The JSON form is versioned by [`SCHEMA_VERSION`].
 
 pub mod decisions;
+pub mod recorded;
 pub mod timeline;
 
 use crate::time::Nanos;

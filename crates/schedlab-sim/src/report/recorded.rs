@@ -1,0 +1,425 @@
+//! The report of a run that nobody simulated: a real program's schedule as
+//! a kernel traced it (sched_switch, sched_wakeup(_new), sched_migrate_task,
+//! sched_process_fork/exec/exit; tracefs text, with or without the
+//! record-tgid column), turned into the same [`Report`] a simulation fills,
+//! so a guest kernel running `stress-ng` gets a row beside the models.
+//!
+//! Whose figures: the program's tasks are the processes the runner started
+//! (`roots`) and everything they forked, as sched_process_fork says; with
+//! no roots, every task but the idle tasks. Everything else on the machine
+//! (kernel threads, the runner) is "other processes": it makes CPUs busy
+//! and its share is reported as `other_processes_cpu_pct`, as `schedlab
+//! host` reports it.
+//!
+//! The figures, inside the window [from, to] of the trace's clock:
+//! - CPU time: from each sched_switch onto a task to the one off it;
+//!   run time per switch is each such stretch.
+//! - A context switch is a switch away from one of the program's tasks;
+//!   involuntary when prev_state is R or R+ (preempted), voluntary
+//!   otherwise (a sleep, or the last switch of an exiting task, which the
+//!   kernel counts in the dead task's nvcsw as well).
+//! - Wakeup latency: from sched_wakeup of a task that was not on a CPU to
+//!   its next switch onto one, as `perf sched latency` and bcc's runqlat
+//!   time it (a new task's first run is not a wakeup). Time runnable and
+//!   not running (after a wakeup, a fork or a preemption) is its run delay.
+//! - Migrations: sched_migrate_task of the program's tasks.
+//! - Per CPU, busy is the program's tasks' time on it and idle the rest,
+//!   so busy + idle is the window on every CPU, as in a simulation.
+//!
+//! Tasks are named `comm-tid`, as ftrace heads its lines; each is counted
+//! under its process's name (the comm of its thread group's leader, from
+//! the record-tgid column; a task whose group was never seen is its own),
+//! so the workers a program forks under one name are one entry of the
+//! report, whatever their PIDs were in this run.
+
+use crate::formats::ftrace::{self, SchedEvent, SchedEventKind};
+use crate::report::{CpuReport, Hist, Report, RunCounts, TaskRaw, assemble};
+use crate::time::Nanos;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What is known of a traced run besides its trace.
+#[derive(Clone, Debug, Default)]
+pub struct RecordedRun {
+    /// The processes the runner started; empty for "every task".
+    pub roots: Vec<u32>,
+    /// The window on the trace's clock, in ns.
+    pub from: Nanos,
+    pub to: Nanos,
+    /// CPUs of the machine that was traced.
+    pub nr_cpus: u32,
+}
+
+/// A trace's lines as events, with the thread group each line's own task
+/// belongs to where the trace says.
+pub struct Parsed {
+    pub events: Vec<SchedEvent>,
+    pub tgid: HashMap<u32, u32>,
+}
+
+/// Parses tracefs text (record-tgid or not); an error names the line.
+pub fn parse(text: &str) -> Result<Parsed, String> {
+    let mut events = Vec::new();
+    let mut tgid = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        match ftrace::parse_line(line) {
+            Ok(Some(ev)) => {
+                if let Some((pid, Some(group))) = ftrace::line_context(line)
+                    && pid != 0
+                {
+                    tgid.insert(pid, group);
+                }
+                events.push(ev);
+            }
+            Ok(None) => {}
+            Err(e) => return Err(format!("line {}: {e}: {}", i + 1, line.trim())),
+        }
+    }
+    // tracefs merges its per-CPU buffers in time order; perf and trace-cmd
+    // too. A stable sort keeps equal stamps in the order printed.
+    events.sort_by_key(|e| e.ts);
+    Ok(Parsed { events, tgid })
+}
+
+#[derive(Default)]
+struct Task {
+    comm: String,
+    created: Option<Nanos>,
+    exited: Option<Nanos>,
+    cpu_time: Nanos,
+    /// When it became runnable without running (a wakeup, fork or preemption).
+    runnable_since: Option<Nanos>,
+    /// When its latest wakeup (not a fork) was traced, until it runs.
+    woken_at: Option<Nanos>,
+    run_delay: Nanos,
+    wakeups: u64,
+    lat_sum: Nanos,
+    lat_max: Nanos,
+    voluntary: u64,
+    involuntary: u64,
+    migrations: u64,
+    rps: Hist,
+    lat: Hist,
+    first_seen: usize,
+}
+
+/// Builds the report of `run` from its parsed trace. `head` carries what
+/// the caller knows of the run (source, scheduler, workload, hz, the host);
+/// the figures, tasks and per-CPU time are the trace's.
+pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
+    let (from, to) = (run.from, run.to.max(run.from));
+    let overlap = |since: Nanos, until: Nanos| until.min(to).saturating_sub(since.max(from));
+    let inside = |ts: Nanos| ts >= from && ts <= to;
+    let all = run.roots.is_empty();
+    let mut ours: BTreeSet<u32> = run.roots.iter().copied().collect();
+    let mut tasks: BTreeMap<u32, Task> = BTreeMap::new();
+    let mut order = 0usize;
+    let mut task = |tasks: &mut BTreeMap<u32, Task>, pid: u32, comm: &str| {
+        let t = tasks.entry(pid).or_insert_with(|| {
+            order += 1;
+            Task { first_seen: order, ..Task::default() }
+        });
+        if !comm.is_empty() {
+            t.comm = comm.to_string();
+        }
+    };
+    let nr_cpus = run.nr_cpus.max(1) as usize;
+    let mut on_cpu: Vec<Option<(u32, Nanos)>> = vec![None; nr_cpus];
+    let mut busy = vec![0 as Nanos; nr_cpus];
+    let mut others = 0 as Nanos;
+    let (mut switches, mut migrations) = (0u64, 0u64);
+    let is_ours = |ours: &BTreeSet<u32>, pid: u32| pid != 0 && (all || ours.contains(&pid));
+    for ev in parsed.events.iter().take_while(|e| e.ts <= to) {
+        let cpu = ev.cpu as usize;
+        if cpu >= on_cpu.len() {
+            on_cpu.resize(cpu + 1, None);
+            busy.resize(cpu + 1, 0);
+        }
+        match &ev.kind {
+            SchedEventKind::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
+                // The time since this CPU's last switch was prev's, whoever
+                // the trace last saw switched in.
+                if let Some((pid, since)) = on_cpu[cpu].take() {
+                    let ran = overlap(since, ev.ts);
+                    if is_ours(&ours, pid) {
+                        busy[cpu] += ran;
+                        if let Some(t) = tasks.get_mut(&pid) {
+                            t.cpu_time += ran;
+                            if pid == *prev_pid && inside(ev.ts) {
+                                t.rps.record(ev.ts - since.max(from));
+                            }
+                        }
+                    } else if pid != 0 {
+                        others += ran;
+                    }
+                }
+                if is_ours(&ours, *prev_pid) {
+                    task(&mut tasks, *prev_pid, prev_comm);
+                    let t = tasks.get_mut(prev_pid).expect("just made");
+                    let exiting = prev_state.starts_with('X') || prev_state.starts_with('Z');
+                    if prev_state.starts_with('R') {
+                        t.runnable_since = Some(ev.ts);
+                    } else if exiting {
+                        t.exited = t.exited.or(Some(ev.ts));
+                    }
+                    if inside(ev.ts) {
+                        switches += 1;
+                        if prev_state.starts_with('R') {
+                            t.involuntary += 1;
+                        } else {
+                            t.voluntary += 1;
+                        }
+                    }
+                }
+                if is_ours(&ours, *next_pid) {
+                    task(&mut tasks, *next_pid, next_comm);
+                    let t = tasks.get_mut(next_pid).expect("just made");
+                    if let Some(since) = t.runnable_since.take() {
+                        t.run_delay += overlap(since, ev.ts);
+                    }
+                    if let Some(woken) = t.woken_at.take()
+                        && inside(ev.ts)
+                        && woken >= from
+                    {
+                        let lat = ev.ts - woken;
+                        t.wakeups += 1;
+                        t.lat_sum += lat;
+                        t.lat_max = t.lat_max.max(lat);
+                        t.lat.record(lat);
+                    }
+                }
+                on_cpu[cpu] = Some((*next_pid, ev.ts));
+            }
+            SchedEventKind::Wakeup { comm, pid, new, .. } if is_ours(&ours, *pid) => {
+                let running = on_cpu.iter().flatten().any(|(p, _)| p == pid);
+                task(&mut tasks, *pid, comm);
+                let t = tasks.get_mut(pid).expect("just made");
+                if *new {
+                    t.created = t.created.or(Some(ev.ts));
+                    t.runnable_since = Some(ev.ts);
+                } else if !running && t.woken_at.is_none() {
+                    // A wakeup of a task still on its CPU (woken before it
+                    // switched out) makes it wait for nothing.
+                    t.woken_at = Some(ev.ts);
+                    t.runnable_since = t.runnable_since.or(Some(ev.ts));
+                }
+            }
+            SchedEventKind::Migrate { comm, pid, .. } if is_ours(&ours, *pid) => {
+                task(&mut tasks, *pid, comm);
+                if inside(ev.ts) {
+                    migrations += 1;
+                    tasks.get_mut(pid).expect("just made").migrations += 1;
+                }
+            }
+            SchedEventKind::Fork { parent_pid, child_comm, child_pid } if is_ours(&ours, *parent_pid) => {
+                ours.insert(*child_pid);
+                task(&mut tasks, *child_pid, child_comm);
+                let t = tasks.get_mut(child_pid).expect("just made");
+                t.created = t.created.or(Some(ev.ts));
+            }
+            SchedEventKind::Exec { pid, filename } if is_ours(&ours, *pid) => {
+                task(&mut tasks, *pid, &SchedEventKind::comm_after_exec(filename));
+            }
+            SchedEventKind::Exit { pid } if is_ours(&ours, *pid) => {
+                task(&mut tasks, *pid, "");
+                let t = tasks.get_mut(pid).expect("just made");
+                t.exited = t.exited.or(Some(ev.ts));
+            }
+            _ => {}
+        }
+    }
+    for (cpu, running) in on_cpu.iter().enumerate() {
+        if let Some((pid, since)) = *running {
+            let ran = overlap(since, to);
+            if is_ours(&ours, pid) {
+                busy[cpu] += ran;
+                if let Some(t) = tasks.get_mut(&pid) {
+                    t.cpu_time += ran;
+                }
+            } else if pid != 0 {
+                others += ran;
+            }
+        }
+    }
+
+    // Each task under its process's name, entries in order of appearance.
+    let group_of = |pid: u32| parsed.tgid.get(&pid).copied().unwrap_or(pid);
+    let process_name = |pid: u32| {
+        let leader = group_of(pid);
+        tasks.get(&leader).filter(|t| !t.comm.is_empty()).or(tasks.get(&pid)).map_or(String::new(), |t| t.comm.clone())
+    };
+    let mut listed: Vec<(&u32, &Task)> = tasks.iter().filter(|(_, t)| t.exited.is_none_or(|e| e >= from)).collect();
+    listed.sort_by_key(|(pid, t)| (t.first_seen, **pid));
+    let mut spec_names: Vec<String> = Vec::new();
+    let (mut spec_lat, mut spec_rps): (Vec<Hist>, Vec<Hist>) = (Vec::new(), Vec::new());
+    let mut raw = Vec::with_capacity(listed.len());
+    let window = to - from;
+    for (&pid, t) in listed {
+        let name = process_name(pid);
+        let spec = match spec_names.iter().position(|n| *n == name) {
+            Some(i) => i,
+            None => {
+                spec_names.push(name);
+                spec_lat.push(Hist::default());
+                spec_rps.push(Hist::default());
+                spec_names.len() - 1
+            }
+        };
+        spec_lat[spec].merge(&t.lat);
+        spec_rps[spec].merge(&t.rps);
+        raw.push(TaskRaw {
+            name: format!("{}-{pid}", t.comm),
+            spec: spec as u32,
+            cpu_time: t.cpu_time,
+            created: t.created.map_or(0, |c| c.saturating_sub(from)).min(window),
+            exited: t.exited.filter(|&e| e <= to).map(|e| e - from),
+            run_delay: t.run_delay,
+            wakeups: t.wakeups,
+            lat_sum: t.lat_sum,
+            lat_max: t.lat_max,
+            voluntary: t.voluntary,
+            involuntary: t.involuntary,
+            migrations: t.migrations,
+            work: 0,
+            runs: 0,
+        });
+    }
+    let finished = !raw.is_empty() && raw.iter().all(|t| t.exited.is_some());
+    let per_cpu: Vec<CpuReport> = busy
+        .iter()
+        .enumerate()
+        .map(|(cpu, &b)| CpuReport {
+            cpu: cpu as u32,
+            busy_ns: b,
+            idle_ns: window - b.min(window),
+            switch_overhead_ns: 0,
+        })
+        .collect();
+    let cpus = per_cpu.len() as u32;
+    let other_pct = others as f64 * 100.0 / (window.max(1) as f64 * cpus as f64);
+    let mut extra = head.extra.clone();
+    extra.push(("other_processes_cpu_pct".into(), (other_pct * 100.0).round() / 100.0));
+    let head = Report { cpus, per_cpu, extra, ..head };
+    let counts = RunCounts { stop: window, finished, context_switches: switches, migrations, events: 0 };
+    assemble(head, counts, raw, &spec_names, &spec_lat, &spec_rps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A two-CPU trace: process 10 ("app") with thread 11, a forked
+    /// worker 12 that execs "work", a kernel thread 7 outside the program.
+    fn trace() -> String {
+        let l = |ts: &str, cpu: u32, ctx: &str, tgid: &str, body: &str| {
+            format!("  {ctx} ({tgid:>7}) [{cpu:03}] d..2. {ts}: {body}\n")
+        };
+        let mut t = String::from("# tracer: nop\n");
+        t += &l("1.000000", 0, "runner-5", "5", "sched_process_fork: comm=runner pid=5 child_comm=runner child_pid=10");
+        t += &l("1.000000", 0, "runner-5", "5", "sched_wakeup_new: comm=runner pid=10 prio=120 target_cpu=000");
+        t += &l(
+            "1.000100",
+            0,
+            "runner-5",
+            "5",
+            "sched_switch: prev_comm=runner prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=runner next_pid=10 next_prio=120",
+        );
+        t += &l("1.000200", 0, "app-10", "10", "sched_process_exec: filename=/usr/bin/app pid=10 old_pid=10");
+        t += &l("1.001000", 0, "app-10", "10", "sched_process_fork: comm=app pid=10 child_comm=app child_pid=11");
+        t += &l("1.001000", 0, "app-10", "10", "sched_wakeup_new: comm=app pid=11 prio=120 target_cpu=001");
+        t += &l(
+            "1.001500",
+            1,
+            "<idle>-0",
+            "-------",
+            "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=11 next_prio=120",
+        );
+        t += &l("1.002000", 0, "app-10", "10", "sched_process_fork: comm=app pid=10 child_comm=app child_pid=12");
+        t += &l("1.002000", 0, "app-10", "10", "sched_wakeup_new: comm=app pid=12 prio=120 target_cpu=000");
+        // 10 sleeps; worker 12 runs on CPU 0.
+        t += &l(
+            "1.003000",
+            0,
+            "app-10",
+            "10",
+            "sched_switch: prev_comm=app prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=app next_pid=12 next_prio=120",
+        );
+        t += &l("1.003100", 0, "work-12", "12", "sched_process_exec: filename=/bin/work pid=12 old_pid=12");
+        // Kernel thread 7 preempts 11 on CPU 1 for 1 ms.
+        t += &l("1.004000", 1, "app-11", "10", "sched_wakeup: comm=kworker/1:0 pid=7 prio=120 target_cpu=001");
+        t += &l(
+            "1.004000",
+            1,
+            "app-11",
+            "10",
+            "sched_switch: prev_comm=app prev_pid=11 prev_prio=120 prev_state=R+ ==> next_comm=kworker/1:0 next_pid=7 next_prio=120",
+        );
+        t += &l(
+            "1.005000",
+            1,
+            "kworker/1:0-7",
+            "7",
+            "sched_switch: prev_comm=kworker/1:0 prev_pid=7 prev_prio=120 prev_state=I ==> next_comm=app next_pid=11 next_prio=120",
+        );
+        // 12 wakes 10 (its CPU 1 busy with 11: it waits 0.5 ms on CPU 0
+        // after 12 exits), then exits.
+        t += &l("1.006000", 0, "work-12", "12", "sched_wakeup: comm=app pid=10 prio=120 target_cpu=000");
+        t += &l("1.006400", 0, "work-12", "12", "sched_process_exit: comm=work pid=12 prio=120");
+        t += &l(
+            "1.006500",
+            0,
+            "work-12",
+            "12",
+            "sched_switch: prev_comm=work prev_pid=12 prev_prio=120 prev_state=X ==> next_comm=app next_pid=10 next_prio=120",
+        );
+        t += &l("1.007000", 1, "app-11", "10", "sched_migrate_task: comm=app pid=11 prio=120 orig_cpu=1 dest_cpu=0");
+        t
+    }
+
+    #[test]
+    fn a_traced_program_gives_its_tasks_switches_latencies_and_time() {
+        let parsed = parse(&trace()).unwrap();
+        let run = RecordedRun { roots: vec![10], from: 1_000_000_000, to: 1_010_000_000, nr_cpus: 2 };
+        let r = report(&parsed, &run, Report { source: "vm".into(), ..Report::default() });
+        let names: Vec<&str> = r.tasks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["app-10", "app-11", "work-12"], "the runner and the kworker are not the program's");
+        // Threads 10 and 11 are one process; the forked worker is its own.
+        assert_eq!(r.specs.iter().map(|s| (s.name.as_str(), s.tasks)).collect::<Vec<_>>(), [("app", 2), ("work", 1)]);
+        let t = |n: &str| r.tasks.iter().find(|t| t.name == n).unwrap();
+        // 10 ran 1.0001-1.003 and 1.0065-1.010 on CPU 0.
+        assert_eq!(t("app-10").cpu_time_ns, 2_900_000 + 3_500_000);
+        assert_eq!((t("app-10").wakeups, t("app-10").wakeup_latency_max_ns), (1, Some(500_000)));
+        assert_eq!(t("app-10").voluntary_switches, 1);
+        // 11 ran 1.0015-1.004 and 1.005-1.010, preempted once, moved once.
+        assert_eq!(t("app-11").cpu_time_ns, 2_500_000 + 5_000_000);
+        assert_eq!((t("app-11").involuntary_switches, t("app-11").migrations), (1, 1));
+        assert_eq!(t("app-11").run_delay_ns, 1_000_000 + 500_000);
+        assert_eq!((t("work-12").cpu_time_ns, t("work-12").exited_at_ns), (3_500_000, Some(6_400_000)));
+        assert_eq!((r.totals.context_switches, r.totals.migrations), (3, 1));
+        assert_eq!(r.totals.makespan_ns, None, "10 and 11 still run at the window's end");
+        // Conservation: busy is the program's time, busy + idle the window
+        // on each CPU; the kworker's 1 ms is other processes' (of 20 ms).
+        let tasks: Nanos = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
+        assert_eq!(r.totals.busy_ns, tasks);
+        assert!(r.per_cpu.iter().all(|c| c.busy_ns + c.idle_ns == 10_000_000));
+        assert_eq!(r.extra_figure("other_processes_cpu_pct"), Some(5.0));
+        assert_eq!(r.wakeup_latency.count, 1);
+        assert_eq!(
+            r.runtime_per_switch.count, 3,
+            "10, 11 and 12 switched out once each; the runner is not the program"
+        );
+    }
+
+    #[test]
+    fn without_roots_every_task_is_counted_and_a_window_cuts_runs() {
+        let parsed = parse(&trace()).unwrap();
+        let run = RecordedRun { roots: Vec::new(), from: 1_002_000_000, to: 1_004_500_000, nr_cpus: 2 };
+        let r = report(&parsed, &run, Report::default());
+        let t = |n: &str| r.tasks.iter().find(|t| t.name == n).map(|t| t.cpu_time_ns);
+        assert_eq!(t("kworker/1:0-7"), Some(500_000));
+        assert_eq!(t("app-11"), Some(2_000_000));
+        assert_eq!(t("runner-5"), Some(0), "it slept through the window");
+        let tasks: Nanos = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
+        assert_eq!(r.totals.busy_ns, tasks);
+        assert!(r.per_cpu.iter().all(|c| c.busy_ns + c.idle_ns == 2_500_000));
+    }
+}
