@@ -70,7 +70,9 @@ fn others_during<T>(run: impl FnOnce() -> T) -> (T, f64) {
 /// in swapper seen once in CI), which is not what these tests check, and
 /// `validate` boots again the same way. A second failure is returned.
 fn vm_output(args: &[&str], kernel: &Path) -> Output {
-    let run = || schedlab().args(args).arg("--kernel").arg(kernel).output().unwrap();
+    // --kernel right after the command: after a `--` it would be a
+    // program's argument.
+    let run = || schedlab().args(&args[..1]).arg("--kernel").arg(kernel).args(&args[1..]).output().unwrap();
     let out = run();
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && (err.contains("the kernel crashed") || err.contains("did not reach its init")) {
@@ -481,4 +483,190 @@ fn validate_refuses_what_it_cannot_check() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no guest kernel found in /nonexistent-dir"), "{out:?}");
     let out = schedlab().args(["validate", "--runs", "0"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("give from 1 to 20 runs"), "{out:?}");
+}
+
+/// A program of this machine for the real-program tests: CI installs
+/// Debian's stress-ng and rt-tests, so there a missing one fails.
+fn tool(name: &str) -> Option<PathBuf> {
+    let found =
+        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|p| p.is_file()));
+    required(found, &format!("{name} is not installed (apt-get install stress-ng rt-tests)"))
+}
+
+/// cyclictest's own summary line of thread 0: (cycles, avg us, max us).
+fn cyclictest_summary(stdout: &str) -> Option<(u64, f64, f64)> {
+    let line = stdout.lines().find(|l| l.trim_start().starts_with("T: 0"))?;
+    let after = |key: &str| -> Option<f64> { line.split(key).nth(1)?.split_whitespace().next()?.parse().ok() };
+    Some((after("C:")? as u64, after("Avg:")?, after("Max:")?))
+}
+
+/// Real cyclictest beside real stress-ng in the eevdf-6.12 kernel: the
+/// report, made from the guest's trace, must agree with what cyclictest
+/// itself measured of its thread. cyclictest's latency runs from the time
+/// it asked to wake (its timer's softexpires) to its read of the clock
+/// after returning to user space; the trace's from the same time to the
+/// switch onto the CPU. So the trace's is the smaller, by the return to
+/// user space (about 25 us under TCG): cyclictest's average must lie from
+/// the trace's (less 1 us: it prints whole us) to 1.25x it plus 50 us, its
+/// maximum within 10% plus 100 us of the trace's, and every cycle is one
+/// wakeup of its thread (to 1%).
+#[test]
+fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    if tool("cyclictest").is_none() || tool("stress-ng").is_none() || !host_is_quiet() {
+        return;
+    }
+    let args = [
+        "vm",
+        "--cpus",
+        "2",
+        "--accel",
+        "tcg",
+        "--json",
+        "--",
+        "cyclictest",
+        "-t1",
+        "-p80",
+        "-i1000",
+        "-l2000",
+        "-q",
+        "+",
+        "stress-ng",
+        "--cpu",
+        "4",
+        "--timeout",
+        "60",
+    ];
+    let (out, others) = others_during(|| vm_output(&args, &k));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}:\n{err}", out.status);
+    let r = json(&out);
+    assert_eq!(r["scheduler"], "eevdf-6.12 (vm)");
+    // Under --json the programs' output goes to stderr.
+    let (cycles, avg_us, max_us) = cyclictest_summary(&err).unwrap_or_else(|| panic!("no cyclictest summary:\n{err}"));
+    assert_eq!(cycles, 2000);
+    let specs = r["specs"].as_array().unwrap();
+    let spec = |name: &str| specs.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no {name}: {specs:?}"));
+    assert_eq!(spec("stress-ng-cpu")["tasks"], 4, "stress-ng's four workers, by name");
+    // The thread that measured: the cyclictest task with the most wakeups.
+    let tasks = r["tasks"].as_array().unwrap();
+    let measuring = tasks
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("cyclictest-"))
+        .max_by_key(|t| t["wakeups"].as_u64().unwrap())
+        .unwrap();
+    let wakeups = measuring["wakeups"].as_u64().unwrap();
+    let trace_avg = measuring["wakeup_latency_avg_ns"].as_f64().unwrap() / 1e3;
+    let trace_max = measuring["wakeup_latency_max_ns"].as_f64().unwrap() / 1e3;
+    let agrees = wakeups.abs_diff(cycles) * 100 <= cycles
+        && (trace_avg - 1.0..=trace_avg * 1.25 + 50.0).contains(&avg_us)
+        && (max_us - trace_max).abs() <= 0.1 * max_us + 100.0;
+    let figures = format!(
+        "cyclictest: {cycles} cycles, avg {avg_us} us, max {max_us} us; trace: {wakeups} wakeups, avg {trace_avg:.1} \
+         us, max {trace_max:.1} us"
+    );
+    if let Some(why) = host_disturbed(&r, others).filter(|_| !agrees) {
+        skip(&format!("{why} ({figures})"));
+        return;
+    }
+    assert!(agrees, "{figures}");
+    say("MEASURED", &figures);
+}
+
+/// The issue's first check: stress-ng's workers by name with their shares;
+/// and a program that never ends is stopped at --timeout with what was
+/// measured until then, and the run exits 124 as timeout(1) does.
+#[test]
+fn stress_ng_workers_by_name_and_a_program_stopped_at_its_timeout() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    if tool("stress-ng").is_none() || !host_is_quiet() {
+        return;
+    }
+    let (out, others) = others_during(|| {
+        vm_output(
+            &["vm", "--cpus", "2", "--accel", "tcg", "--json", "--", "stress-ng", "--cpu", "2", "--timeout", "3"],
+            &k,
+        )
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}:\n{err}", out.status);
+    let r = json(&out);
+    let workers: Vec<&serde_json::Value> = r["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().unwrap().starts_with("stress-ng-cpu-"))
+        .collect();
+    assert_eq!(workers.len(), 2, "{}", r["tasks"]);
+    // Two hogs on two CPUs: each nearly a whole CPU, and the run is
+    // stress-ng's 3 s.
+    let shares: Vec<f64> = workers.iter().map(|t| t["cpu_share_pct"].as_f64().unwrap()).collect();
+    let makespan = r["totals"]["makespan_ns"].as_f64().unwrap() / 1e9;
+    let agrees = shares.iter().all(|&s| s >= 90.0) && (3.0..3.6).contains(&makespan);
+    if let Some(why) = host_disturbed(&r, others).filter(|_| !agrees) {
+        skip(&format!("{why} (shares {shares:?}, makespan {makespan:.2} s)"));
+    } else {
+        assert!(agrees, "shares {shares:?}, makespan {makespan:.2} s");
+    }
+
+    let out = vm_output(
+        &["vm", "--cpus", "1", "--accel", "tcg", "--timeout", "2s", "--json", "--", "stress-ng", "--cpu", "1"],
+        &k,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(124), "{err}");
+    assert!(err.contains("stopped at --timeout"), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the report, though the run failed");
+    let secs = r["duration_ns"].as_f64().unwrap() / 1e9;
+    assert!((1.9..2.5).contains(&secs), "the report covers the {secs:.2} s until the timeout");
+    assert!(r["tasks"].as_array().unwrap().iter().any(|t| t["name"].as_str().unwrap().starts_with("stress-ng-cpu-")));
+}
+
+/// hackbench's default socket mode in a guest without networking: its exit
+/// status is schedlab's, and the error says why and what to use instead.
+#[test]
+fn a_program_that_needs_a_network_is_told_why_it_failed() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = kernel("eevdf-6.12") else { return };
+    if tool("hackbench").is_none() {
+        return;
+    }
+    let out = vm_output(&["vm", "--cpus", "2", "--accel", "tcg", "--", "hackbench", "-l", "10"], &k);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no networking") && err.contains("hackbench -p"), "{err}");
+}
+
+/// What is wrong with a program is said before anything boots.
+#[test]
+fn bad_programs_get_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("job.py");
+    std::fs::write(&script, "#!/opt/no/python9\nprint(1)\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let data = dir.path().join("data.txt");
+    std::fs::write(&data, "x").unwrap();
+    let (script, data) = (script.to_str().unwrap(), data.to_str().unwrap());
+    let kernel = "/nonexistent/bzImage";
+    let cases: [(Vec<&str>, &str); 8] = [
+        (vec!["vm", "--kernel", kernel, "--", "no-such-program-schedlab"], "is not on PATH"),
+        (vec!["vm", "--kernel", kernel, "--", script], "is a script for /opt/no/python9, which this machine lacks"),
+        (vec!["vm", "--kernel", kernel, "--", data], "is not executable"),
+        (vec!["vm", "--kernel", kernel, "--include", "/no/such/dir", "--", "ls"], "--include /no/such/dir"),
+        (vec!["vm", "--kernel", kernel, "--duration", "2s", "--", "ls"], "a real program runs as it is"),
+        (vec!["vm", "--kernel", kernel, "thread-test", "--", "ls"], "not both"),
+        (vec!["vm", "--kernel", kernel], "give a workload"),
+        (vec!["compare", "--", "ls"], "a real program runs in real kernels"),
+    ];
+    for (args, needle) in cases {
+        let out = schedlab().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(needle), "{args:?}: stderr lacks '{needle}':\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
 }

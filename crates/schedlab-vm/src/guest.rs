@@ -43,6 +43,8 @@ pub fn start() -> Result<Vec<String>, String> {
     mount("devtmpfs", "/dev", "")?;
     mount("tmpfs", "/tmp", "")?;
     for (fstype, target, options) in [
+        // POSIX shared memory (shm_open: cyclictest's statistics).
+        ("tmpfs", "/dev/shm", "mode=1777"),
         ("tracefs", "/sys/kernel/tracing", ""),
         ("debugfs", "/sys/kernel/debug", ""),
         // A tmpfs to hold the controller's mount point, as distributions do.

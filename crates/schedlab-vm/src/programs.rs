@@ -83,8 +83,9 @@ pub struct ProgramsResult {
     pub trace: Option<String>,
 }
 
-/// What the trace records.
-const EVENTS: [&str; 8] = [
+/// What the trace records: the sched events, and the hrtimer events that
+/// say when a sleep was due (cyclictest's latency).
+const EVENTS: [&str; 10] = [
     "sched_switch",
     "sched_waking",
     "sched_wakeup",
@@ -93,6 +94,8 @@ const EVENTS: [&str; 8] = [
     "sched_process_fork",
     "sched_process_exec",
     "sched_process_exit",
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
 ];
 
 fn monotonic() -> u64 {

@@ -193,10 +193,10 @@ pub(crate) fn run_host(a: &ProgramArgs) -> Result<(Report, i32)> {
 /// words say enough.
 fn hint(stderr: &str) -> Option<&'static str> {
     let s = stderr.to_ascii_lowercase();
-    if s.contains("socket") || s.contains("address family not supported") {
+    if ["socket", "fdpair", "address family not supported", "function not implemented"].iter().any(|w| s.contains(w)) {
         return Some(
-            "the guest kernels other than scx-6.12 have no networking (no CONFIG_NET), so sockets and socketpair \
-             fail: use the program's pipe mode (hackbench -p)",
+            "a system call this guest kernel lacks: the guest kernels other than scx-6.12 have no networking (no \
+             CONFIG_NET), so sockets and socketpair fail; use the program's pipe mode (hackbench -p)",
         );
     }
     if s.contains("/dev/") && (s.contains("no such file") || s.contains("no such device")) {
@@ -335,6 +335,7 @@ mod tests {
             hint("hackbench: socketpair: Address family not supported by protocol").map(|h| h.contains("-p")),
             Some(true)
         );
+        assert!(hint("Creating fdpair (error: Function not implemented)").is_some_and(|h| h.contains("no networking")));
     }
 
     #[test]

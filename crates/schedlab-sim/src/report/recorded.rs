@@ -18,10 +18,17 @@
 //!   involuntary when prev_state is R or R+ (preempted), voluntary
 //!   otherwise (a sleep, or the last switch of an exiting task, which the
 //!   kernel counts in the dead task's nvcsw as well).
-//! - Wakeup latency: from sched_wakeup of a task that was not on a CPU to
-//!   its next switch onto one, as `perf sched latency` and bcc's runqlat
-//!   time it (a new task's first run is not a wakeup). Time runnable and
-//!   not running (after a wakeup, a fork or a preemption) is its run delay.
+//! - Wakeup latency: from when the task was due to wake to its next switch
+//!   onto a CPU, as the host runner and the simulator count it. A task
+//!   woken by its own sleep's timer (hrtimer_wakeup, where the trace has
+//!   timer:hrtimer_start and hrtimer_expire_entry) was due at the time it
+//!   asked for (the timer's softexpires): that is cyclictest's latency, the
+//!   timer's own lateness included, less the return to user space. Any
+//!   other wakeup was due at its sched_waking (sched_wakeup in a trace
+//!   without it), the waker's call. A wakeup of a task still on its CPU
+//!   waits for nothing and is not counted, nor is a new task's first run.
+//!   Time runnable and not running (after a wakeup, a fork or a
+//!   preemption) is its run delay.
 //! - Migrations: sched_migrate_task of the program's tasks.
 //! - Per CPU, busy is the program's tasks' time on it and idle the rest,
 //!   so busy + idle is the window on every CPU, as in a simulation.
@@ -49,16 +56,77 @@ pub struct RecordedRun {
     pub nr_cpus: u32,
 }
 
+/// One line of the trace that the report reads.
+pub enum Item {
+    Sched(SchedEvent),
+    /// timer:hrtimer_start of a sleep's timer (function=hrtimer_wakeup),
+    /// armed by `pid` for `soft` (softexpires, the time asked for).
+    SleepArmed {
+        ts: Nanos,
+        pid: u32,
+        timer: String,
+        soft: Nanos,
+    },
+    /// timer:hrtimer_expire_entry of a sleep's timer.
+    SleepExpired {
+        ts: Nanos,
+        timer: String,
+    },
+}
+
+impl Item {
+    fn ts(&self) -> Nanos {
+        match self {
+            Item::Sched(e) => e.ts,
+            Item::SleepArmed { ts, .. } | Item::SleepExpired { ts, .. } => *ts,
+        }
+    }
+}
+
 /// A trace's lines as events, with the thread group each line's own task
 /// belongs to where the trace says.
 pub struct Parsed {
-    pub events: Vec<SchedEvent>,
+    pub items: Vec<Item>,
     pub tgid: HashMap<u32, u32>,
+}
+
+/// Whether an hrtimer event's function may be a sleep's: hrtimer_wakeup,
+/// or an address (a kernel without kallsyms prints `function=0xffff...`;
+/// such a timer counts only when the wakeup of its task follows its
+/// expiry at once, see `report`).
+fn maybe_sleep(fields: &str) -> bool {
+    fields.contains("function=hrtimer_wakeup") || fields.contains("function=0x")
+}
+
+/// The hrtimer events of a sleep's timer, where `line` is one.
+fn sleep_timer(line: &str) -> Option<Item> {
+    let value = |fields: &str, key: &str| -> Option<String> {
+        fields.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
+    };
+    let ts_of = |head: &str| -> Option<Nanos> {
+        let ts = head.trim_end().trim_end_matches(':').split_whitespace().last()?;
+        let (secs, frac) = ts.split_once('.')?;
+        let frac_ns = frac.parse::<u64>().ok()? * 10u64.checked_pow(9u32.checked_sub(frac.len() as u32)?)?;
+        secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+    };
+    if let Some((head, fields)) = line.split_once(" hrtimer_start: ") {
+        if !maybe_sleep(fields) {
+            return None;
+        }
+        let (pid, _) = ftrace::line_context(line)?;
+        let soft = value(fields, "softexpires").or_else(|| value(fields, "expires"))?.parse().ok()?;
+        return Some(Item::SleepArmed { ts: ts_of(head)?, pid, timer: value(fields, "hrtimer")?, soft });
+    }
+    let (head, fields) = line.split_once(" hrtimer_expire_entry: ")?;
+    if !maybe_sleep(fields) {
+        return None;
+    }
+    Some(Item::SleepExpired { ts: ts_of(head)?, timer: value(fields, "hrtimer")? })
 }
 
 /// Parses tracefs text (record-tgid or not); an error names the line.
 pub fn parse(text: &str) -> Result<Parsed, String> {
-    let mut events = Vec::new();
+    let mut items = Vec::new();
     let mut tgid = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         match ftrace::parse_line(line) {
@@ -68,17 +136,21 @@ pub fn parse(text: &str) -> Result<Parsed, String> {
                 {
                     tgid.insert(pid, group);
                 }
-                events.push(ev);
+                items.push(Item::Sched(ev));
             }
-            Ok(None) => {}
+            Ok(None) => items.extend(sleep_timer(line)),
             Err(e) => return Err(format!("line {}: {e}: {}", i + 1, line.trim())),
         }
     }
     // tracefs merges its per-CPU buffers in time order; perf and trace-cmd
     // too. A stable sort keeps equal stamps in the order printed.
-    events.sort_by_key(|e| e.ts);
-    Ok(Parsed { events, tgid })
+    items.sort_by_key(Item::ts);
+    Ok(Parsed { items, tgid })
 }
+
+/// How soon after a timer's expiry the wakeup of the task that armed it
+/// must come to be that timer's.
+const SLEEP_WAKE_WITHIN: Nanos = 200_000;
 
 #[derive(Default)]
 struct Task {
@@ -128,7 +200,30 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
     let mut others = 0 as Nanos;
     let (mut switches, mut migrations) = (0u64, 0u64);
     let is_ours = |ours: &BTreeSet<u32>, pid: u32| pid != 0 && (all || ours.contains(&pid));
-    for ev in parsed.events.iter().take_while(|e| e.ts <= to) {
+    let has_waking =
+        parsed.items.iter().any(|i| matches!(i, Item::Sched(SchedEvent { kind: SchedEventKind::Waking { .. }, .. })));
+    // Sleep timers armed (by whom, for when), and for a task whose timer
+    // just fired, when it was due and when the timer fired. A timer its
+    // task armed for something else (the hrtick, which fires while it
+    // runs) is forgotten at the task's next switch.
+    let mut armed: HashMap<&str, (u32, Nanos)> = HashMap::new();
+    let mut timer_due: HashMap<u32, (Nanos, Nanos)> = HashMap::new();
+    for item in parsed.items.iter().take_while(|i| i.ts() <= to) {
+        let ev = match item {
+            Item::Sched(ev) => ev,
+            Item::SleepArmed { pid, timer, soft, .. } => {
+                armed.insert(timer, (*pid, *soft));
+                continue;
+            }
+            Item::SleepExpired { ts, timer } => {
+                if let Some((pid, soft)) = armed.remove(timer.as_str())
+                    && soft <= *ts
+                {
+                    timer_due.insert(pid, (soft, *ts));
+                }
+                continue;
+            }
+        };
         let cpu = ev.cpu as usize;
         if cpu >= on_cpu.len() {
             on_cpu.resize(cpu + 1, None);
@@ -136,6 +231,8 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
         }
         match &ev.kind {
             SchedEventKind::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
+                timer_due.remove(prev_pid);
+                timer_due.remove(next_pid);
                 // The time since this CPU's last switch was prev's, whoever
                 // the trace last saw switched in.
                 if let Some((pid, since)) = on_cpu[cpu].take() {
@@ -159,7 +256,10 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                     if prev_state.starts_with('R') {
                         t.runnable_since = Some(ev.ts);
                     } else if exiting {
-                        t.exited = t.exited.or(Some(ev.ts));
+                        // It ran from sched_process_exit to here: its life
+                        // ends at its last switch, or its share of the time
+                        // it lived would pass 100%.
+                        t.exited = Some(ev.ts);
                     }
                     if inside(ev.ts) {
                         switches += 1;
@@ -179,6 +279,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                     if let Some(woken) = t.woken_at.take()
                         && inside(ev.ts)
                         && woken >= from
+                        && woken <= ev.ts
                     {
                         let lat = ev.ts - woken;
                         t.wakeups += 1;
@@ -189,17 +290,28 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                 }
                 on_cpu[cpu] = Some((*next_pid, ev.ts));
             }
-            SchedEventKind::Wakeup { comm, pid, new, .. } if is_ours(&ours, *pid) => {
-                let running = on_cpu.iter().flatten().any(|(p, _)| p == pid);
+            SchedEventKind::Wakeup { comm, pid, new: true, .. } if is_ours(&ours, *pid) => {
                 task(&mut tasks, *pid, comm);
                 let t = tasks.get_mut(pid).expect("just made");
-                if *new {
-                    t.created = t.created.or(Some(ev.ts));
-                    t.runnable_since = Some(ev.ts);
-                } else if !running && t.woken_at.is_none() {
+                t.created = t.created.or(Some(ev.ts));
+                t.runnable_since = Some(ev.ts);
+            }
+            SchedEventKind::Waking { comm, pid, .. } | SchedEventKind::Wakeup { comm, pid, new: false, .. }
+                if is_ours(&ours, *pid) && has_waking == matches!(ev.kind, SchedEventKind::Waking { .. }) =>
+            {
+                let running = on_cpu.iter().flatten().any(|(p, _)| p == pid);
+                // The wakeup of a sleep's timer comes from its expiry
+                // handler, within microseconds (tens under TCG).
+                let due = timer_due
+                    .remove(pid)
+                    .filter(|&(_, fired)| ev.ts - fired.min(ev.ts) <= SLEEP_WAKE_WITHIN)
+                    .map(|d| d.0);
+                task(&mut tasks, *pid, comm);
+                let t = tasks.get_mut(pid).expect("just made");
+                if !running && t.woken_at.is_none() {
                     // A wakeup of a task still on its CPU (woken before it
                     // switched out) makes it wait for nothing.
-                    t.woken_at = Some(ev.ts);
+                    t.woken_at = Some(due.unwrap_or(ev.ts));
                     t.runnable_since = t.runnable_since.or(Some(ev.ts));
                 }
             }
@@ -393,7 +505,8 @@ mod tests {
         assert_eq!(t("app-11").cpu_time_ns, 2_500_000 + 5_000_000);
         assert_eq!((t("app-11").involuntary_switches, t("app-11").migrations), (1, 1));
         assert_eq!(t("app-11").run_delay_ns, 1_000_000 + 500_000);
-        assert_eq!((t("work-12").cpu_time_ns, t("work-12").exited_at_ns), (3_500_000, Some(6_400_000)));
+        assert_eq!((t("work-12").cpu_time_ns, t("work-12").exited_at_ns), (3_500_000, Some(6_500_000)));
+        assert!(r.tasks.iter().all(|t| t.cpu_share_pct <= 100.0), "{:?}", r.tasks);
         assert_eq!((r.totals.context_switches, r.totals.migrations), (3, 1));
         assert_eq!(r.totals.makespan_ns, None, "10 and 11 still run at the window's end");
         // Conservation: busy is the program's time, busy + idle the window
@@ -407,6 +520,40 @@ mod tests {
             r.runtime_per_switch.count, 3,
             "10, 11 and 12 switched out once each; the runner is not the program"
         );
+    }
+
+    #[test]
+    fn a_sleep_is_late_from_the_time_it_asked_for_and_a_wakeup_from_its_waking() {
+        let mut t = String::from("# tracer: nop\n");
+        let sw = |ts: &str, cpu: u32, prev: (&str, u32, &str), next: (&str, u32)| {
+            format!(
+                "  {}-{} [{cpu:03}] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
+                 next_comm={} next_pid={} next_prio=120\n",
+                prev.0, prev.1, prev.0, prev.1, prev.2, next.0, next.1
+            )
+        };
+        t += &sw("2.000000", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
+        t += "  cyclic-20 [000] d..1. 2.000001: hrtimer_start: hrtimer=00000000abcd function=hrtimer_wakeup \
+              expires=2001000000 softexpires=2001000000 mode=ABS\n";
+        t += &sw("2.000002", 0, ("cyclic", 20, "S"), ("swapper/0", 0));
+        // The timer fires 50 us late; the task runs 100 us after it asked.
+        t += "  <idle>-0 [000] d.h1. 2.001050: hrtimer_expire_entry: hrtimer=00000000abcd now=2001050000 \
+              function=hrtimer_wakeup/0x0\n";
+        t += "  <idle>-0 [000] d.h2. 2.001052: sched_waking: comm=cyclic pid=20 prio=120 target_cpu=000\n";
+        t += "  <idle>-0 [000] d.h3. 2.001060: sched_wakeup: comm=cyclic pid=20 prio=120 target_cpu=000\n";
+        t += &sw("2.001100", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
+        // Then woken by another task: due at the waking, not the wakeup.
+        t += &sw("2.002000", 0, ("cyclic", 20, "S"), ("swapper/0", 0));
+        t += "  other-30 [001] d..2. 2.003000: sched_waking: comm=cyclic pid=20 prio=120 target_cpu=000\n";
+        t += "  other-30 [001] d..2. 2.003020: sched_wakeup: comm=cyclic pid=20 prio=120 target_cpu=000\n";
+        t += &sw("2.003030", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
+        let parsed = parse(&t).unwrap();
+        let run = RecordedRun { roots: vec![20], from: 2_000_000_000, to: 2_004_000_000, nr_cpus: 2 };
+        let r = report(&parsed, &run, Report::default());
+        let c = &r.tasks[0];
+        assert_eq!((c.wakeups, c.wakeup_latency_max_ns), (2, Some(100_000)));
+        assert_eq!(c.wakeup_latency_avg_ns, Some((100_000 + 30_000) / 2));
+        assert_eq!(c.run_delay_ns, 48_000 + 30_000, "runnable from the waking on");
     }
 
     #[test]
