@@ -86,15 +86,21 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
     if let Some(path) = &html {
         write_html(path, &html::page(&format!("schedlab: {}", w.name), &heading, &reports, &timelines))?;
     }
-    if !structured_output(&common, &reports, tasks, false)? {
+    print_comparison(&common, &heading, &reports, tasks)
+}
+
+/// The comparison as --json, --csv or the text table (with --tasks and
+/// --hist what they add).
+fn print_comparison(common: &Common, heading: &str, reports: &[Report], tasks: bool) -> Result<()> {
+    if !structured_output(common, reports, tasks, false)? {
         println!("{heading}\n");
-        print!("{}", render::comparison_table(&reports));
+        print!("{}", render::comparison_table(reports));
         if tasks {
             println!("\nCPU share per task, % of one CPU:");
-            print!("{}", render::task_share_table(&reports, None));
+            print!("{}", render::task_share_table(reports, None));
         }
         if common.hist {
-            for r in &reports {
+            for r in reports {
                 println!("\n{}:", r.scheduler);
                 print!("{}", render::log2_hist("wakeup_latency_ns", &r.wakeup_latency));
                 print!("{}", render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
@@ -169,21 +175,7 @@ fn programs(
         let timelines: Vec<Option<Schedule>> = reports.iter().map(|_| None).collect();
         write_html(path, &html::page(&format!("schedlab: {}", a.program.join(" ")), &heading, &reports, &timelines))?;
     }
-    if !structured_output(common, &reports, tasks, false)? {
-        println!("{heading}\n");
-        print!("{}", render::comparison_table(&reports));
-        if tasks {
-            println!("\nCPU share per task, % of one CPU:");
-            print!("{}", render::task_share_table(&reports, None));
-        }
-        if common.hist {
-            for r in &reports {
-                println!("\n{}:", r.scheduler);
-                print!("{}", render::log2_hist("wakeup_latency_ns", &r.wakeup_latency));
-                print!("{}", render::log2_hist("runtime_per_switch_ns", &r.runtime_per_switch));
-            }
-        }
-    }
+    print_comparison(common, &heading, &reports, tasks)?;
     if failed > 0 {
         bail!("the program failed on {failed} of {} kernels (see above)", reports.len());
     }

@@ -130,6 +130,7 @@ pub fn page(title: &str, subtitle: &str, reports: &[Report], timelines: &[Option
     );
     out.push_str("<h2>Comparison</h2><p class=\"note\">Click a column to sort. Shares are % of one CPU over each task's life, as <code>top</code> shows them.</p>");
     out.push_str(&comparison_table(reports));
+    let common = super::shared_notes(reports);
     for r in reports {
         if let Some(h) = &r.host {
             let _ = write!(
@@ -143,13 +144,16 @@ pub fn page(title: &str, subtitle: &str, reports: &[Report], timelines: &[Option
                 svg::esc(&h.tracing),
                 svg::esc(&h.cgroups)
             );
-            for n in &h.notes {
+            for n in h.notes.iter().filter(|n| !common.contains(n)) {
                 let _ = write!(out, "<p class=\"note\">{}: {}</p>", svg::esc(&r.scheduler), svg::esc(n));
             }
         }
         for a in &r.absent {
             let _ = write!(out, "<p class=\"note\">{}: not measured: {}</p>", svg::esc(&r.scheduler), svg::esc(a));
         }
+    }
+    for n in &common {
+        let _ = write!(out, "<p class=\"note\">every real row: {}</p>", svg::esc(n));
     }
 
     out.push_str("<h2>Wakeup latency</h2><p class=\"note\">From the wakeup (or the timer's intended expiry) to running, all tasks; power-of-two buckets, both axes logarithmic and shared by every panel.</p>");

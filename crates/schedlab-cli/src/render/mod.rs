@@ -5,7 +5,7 @@ pub(crate) mod html;
 pub(crate) mod svg;
 
 use schedlab_sim::Report;
-use schedlab_sim::report::HistSummary;
+use schedlab_sim::report::{HistSummary, HostInfo};
 use schedlab_sim::time::format_duration;
 use std::fmt::Write;
 
@@ -35,6 +35,7 @@ pub fn task_lines(r: &Report) -> String {
 /// One row per report: the numbers people quote for schedulers.
 pub fn comparison_table(reports: &[Report]) -> String {
     let mut out = table_rows(reports);
+    let common = shared_notes(reports);
     for r in reports.iter().filter(|r| r.host.is_some()) {
         let h = r.host.as_ref().expect("filtered");
         let _ = writeln!(
@@ -48,11 +49,27 @@ pub fn comparison_table(reports: &[Report]) -> String {
             h.tracing,
             h.cgroups
         );
-        for n in &h.notes {
+        for n in h.notes.iter().filter(|n| !common.contains(n)) {
+            let _ = writeln!(out, "  note: {n}");
+        }
+    }
+    if !common.is_empty() {
+        let _ = writeln!(out, "\nevery real row:");
+        for n in &common {
             let _ = writeln!(out, "  note: {n}");
         }
     }
     out
+}
+
+/// The notes every real row of a comparison carries, when it has two or
+/// more: said once instead of once a row.
+pub fn shared_notes(reports: &[Report]) -> Vec<String> {
+    let hosts: Vec<&HostInfo> = reports.iter().filter_map(|r| r.host.as_ref()).collect();
+    if hosts.len() < 2 {
+        return Vec::new();
+    }
+    hosts[0].notes.iter().filter(|n| hosts[1..].iter().all(|h| h.notes.contains(n))).cloned().collect()
 }
 
 fn table_rows(reports: &[Report]) -> String {
@@ -184,14 +201,16 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
     let secs = r.duration_ns.max(1) as f64 / 1e9;
     let _ = writeln!(
         out,
-        "{} on {}: {} CPUs, HZ={}, {} {}, seed {}",
+        "{} on {}: {} CPUs, HZ={}, {} {}{}",
         r.scheduler,
         r.workload,
         r.cpus,
         r.hz,
         format_duration(r.duration_ns),
         if r.source == "simulated" { "simulated" } else { "measured" },
-        r.seed
+        // A real program's report has no seed (it is 0, which no workload
+        // has by default).
+        if r.source == "simulated" || r.seed != 0 { format!(", seed {}", r.seed) } else { String::new() }
     );
     let _ = writeln!(
         out,
