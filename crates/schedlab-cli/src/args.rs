@@ -101,6 +101,10 @@ pub(crate) enum Command {
         /// Per task: CPU time in the trace beside each scheduler's.
         #[arg(long)]
         tasks: bool,
+        /// Write the replayed schedule (one --sched) as ftrace text, to
+        /// set beside the recording in Perfetto or diff with it.
+        #[arg(long, value_name = "FILE")]
+        trace_out: Option<std::path::PathBuf>,
     },
     /// Record a command's scheduling on this machine's kernel as an ftrace
     /// text trace (needs tracefs, i.e. root), for `schedlab replay`.

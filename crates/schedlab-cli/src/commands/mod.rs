@@ -25,7 +25,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run { common, sched, tasks, html } => run::run(common, sched, tasks, html),
         Command::Trace { common, sched, output, format } => trace::run(common, sched, output, format),
-        Command::Replay { common, sched, tasks } => replay::run(&common, sched, tasks),
+        Command::Replay { common, sched, tasks, trace_out } => replay::run(&common, sched, tasks, trace_out.as_deref()),
         Command::Record { output, command } => record::run(output, command),
         Command::Vm { common, kernel, vm_opts, host_opts, tasks, program_opts } => {
             if program_opts.given() {

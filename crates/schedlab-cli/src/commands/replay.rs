@@ -3,10 +3,14 @@
 use crate::args::{Common, overrides};
 use crate::output::structured_output;
 use crate::render;
-use crate::simulate::{policy_names, simulate_each};
-use anyhow::{Result, anyhow, bail};
+use crate::simulate::{policy_names, simulate_each, simulate_observed};
+use anyhow::{Context, Result, anyhow, bail};
+use schedlab_sim::Report;
+use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
+use schedlab_sim::report::recorded;
+use std::path::Path;
 
-pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()> {
+pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool, trace_out: Option<&Path>) -> Result<()> {
     let text = schedlab_sim::formats::input::read_input_file(std::path::Path::new(&common.workload), "trace")
         .map_err(|e| anyhow!("{e} (replay takes the path of a recorded trace)"))?;
     if !common.param.is_empty() {
@@ -15,7 +19,22 @@ pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()
     let (w, recorded) =
         schedlab_sim::formats::replay::workload_from_trace(&text, &common.workload, &overrides(common))?;
     let names = policy_names(sched, &w)?;
-    let reports = simulate_each(&w, &names)?;
+    let mut reports = vec![recording_row(&text, &common.workload, w.nr_cpus())?];
+    match trace_out {
+        Some(out) => {
+            let [name] = &names[..] else {
+                bail!("--trace-out writes one scheduler's schedule: give one --sched");
+            };
+            let file = std::fs::File::create(out).with_context(|| {
+                format!("cannot create {}: check the directory exists and is writable", out.display())
+            })?;
+            let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), TraceFormat::Ftrace);
+            let report = simulate_observed(&w, name, &mut writer)?;
+            writer.finish(report.duration_ns).with_context(|| format!("writing {}", out.display()))?;
+            reports.push(report);
+        }
+        None => reports.extend(simulate_each(&w, &names)?),
+    }
     if structured_output(common, &reports, tasks, false)? {
         return Ok(());
     }
@@ -29,8 +48,23 @@ pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool) -> Result<()
     );
     print!("{}", render::comparison_table(&reports));
     if tasks {
-        println!("\nCPU time per task, ms (recorded, then each scheduler):");
-        print!("{}", render::task_share_table(&reports, Some(&recorded.cpu_time)));
+        println!("\nCPU time per task, ms (the recording, then each scheduler):");
+        print!("{}", render::task_share_table(&reports, None));
     }
     Ok(())
+}
+
+/// The recording itself as a report, the first row: what happened, beside
+/// what each model makes of it (every task of the trace, over its span).
+fn recording_row(text: &str, origin: &str, nr_cpus: u32) -> Result<Report> {
+    let parsed = recorded::parse(text).map_err(|e| anyhow!("{origin}: {e}"))?;
+    let (from, to) = parsed.sched_span().ok_or_else(|| anyhow!("{origin}: the trace holds no sched event"))?;
+    let run = recorded::RecordedRun { roots: Vec::new(), from, to, nr_cpus };
+    let head = Report {
+        source: "recorded".into(),
+        scheduler: "recorded".into(),
+        workload: origin.to_string(),
+        ..Report::default()
+    };
+    Ok(recorded::report(&parsed, &run, head))
 }

@@ -44,10 +44,25 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
         ));
     }
     use std::io::Read;
+    let mut head = [0u8; 2];
+    let gzipped = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == [0x1f, 0x8b];
     let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_string(&mut text))
-        .map_err(|e| format!("cannot read {what} file {shown}: {e}"))?;
+    let read = std::fs::File::open(path).and_then(|f| {
+        if gzipped {
+            // A gzipped trace (people keep them so): read through, to the
+            // same limit once unpacked.
+            flate2::read::GzDecoder::new(f).take(MAX_INPUT_BYTES + 1).read_to_string(&mut text)
+        } else {
+            f.take(MAX_INPUT_BYTES + 1).read_to_string(&mut text)
+        }
+    });
+    read.map_err(|e| format!("cannot read {what} file {shown}{}: {e}", if gzipped { " (gzip)" } else { "" }))?;
+    if text.len() as u64 > MAX_INPUT_BYTES {
+        return Err(format!(
+            "{shown} unpacks to over {} MiB; schedlab reads {what} files of at most that: cut it to the part you need",
+            MAX_INPUT_BYTES >> 20
+        ));
+    }
     Ok(text)
 }
 

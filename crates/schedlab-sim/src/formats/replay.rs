@@ -4,10 +4,20 @@
 //!
 //! A burst is the CPU time a task used from a wakeup until it blocked
 //! (preemptions, prev_state R, do not end it). A wakeup by another traced
-//! task becomes a channel from waker to wakee, the waker signalling at the
-//! point of its burst where it woke the other; a wakeup from interrupt or
-//! idle context, or by an untraced task, becomes a timed sleep of the
-//! recorded length. Kernel priorities give the policy (below 100: FIFO at
+//! task becomes a signal on the wakee's channel, sent at the point of the
+//! waker's burst where it woke the other, and the wakee's sleep a wait on
+//! it; a wakeup from interrupt or idle context, or by an untraced task,
+//! becomes a timed sleep of the recorded length.
+//!
+//! One channel per wakee, not per waker and wakee: a reader of a pipe that
+//! five writers feed sleeps until any of them writes, and a replay that
+//! made it wait for the one that happened to wake it in the recording
+//! would let the others' wakeups pile up (hackbench -p in the guests:
+//! 35-64% of its tasks' switches were lost that way). A wakeup that finds
+//! its task still on its CPU, on its way to sleep (the waker's
+//! try_to_wake_up waits for the switch and finishes after it), came before
+//! the sleep: as a wait it would not block in a replay, so it is the short
+//! sleep it was, from the switch to that sched_wakeup. Kernel priorities give the policy (below 100: FIFO at
 //! 99 - prio; 100-139: nice prio - 120); per-CPU kernel threads ("name/N",
 //! "kworker/N:M") are pinned to their CPU. The simulated scheduler then
 //! decides everything else: placement, order, preemption.
@@ -52,6 +62,9 @@ struct Task {
     blocked_since: Option<Nanos>,
     /// When its latest wakeup was traced.
     woken_at: Option<Nanos>,
+    /// Whether a sched_waking found it still on its CPU, until that
+    /// wakeup's sched_wakeup.
+    woken_on_its_cpu: bool,
     steps: Vec<Step>,
 }
 
@@ -66,6 +79,7 @@ impl Task {
             cpu_time: 0,
             blocked_since: None,
             woken_at: None,
+            woken_on_its_cpu: false,
             steps: Vec::new(),
         }
     }
@@ -123,10 +137,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
     let channels = channels
         .items
         .iter()
-        .map(|(from, to)| Channel {
-            name: format!("{}->{}", specs[index_of[from]].name, specs[index_of[to]].name),
-            initial: 0,
-        })
+        .map(|&to| Channel { name: format!("wakeups of {}", specs[index_of[&to]].name), initial: 0 })
         .collect();
     let w = Workload::imported(
         origin,
@@ -222,7 +233,8 @@ fn read_events(text: &str) -> Result<Vec<(SchedEvent, Option<u32>)>, TraceError>
 struct Schedule {
     t0: Nanos,
     tasks: BTreeMap<u32, Task>,
-    channels: Named<(u32, u32), (u32, u32)>,
+    /// One per wakee, by its pid.
+    channels: Named<u32, u32>,
     /// When each CPU last switched: a task switched out that was never seen
     /// switched in (6.18 does not always trace the switch out of idle) ran
     /// from then, or from its wakeup if that came later.
@@ -252,6 +264,18 @@ impl Schedule {
             | SchedEventKind::Wakeup { comm, pid, prio, new: false, .. } => {
                 let is_waking = matches!(ev.kind, SchedEventKind::Waking { .. });
                 if has_waking && !is_waking {
+                    // The end of a wakeup whose waking found the task
+                    // still on its CPU: it switched out since, and slept
+                    // until now. The wakeup came before the sleep, so a
+                    // wait for the waker would not block in a replay;
+                    // the switch it made is kept as the short sleep it was.
+                    if let Some(t) = self.tasks.get_mut(pid)
+                        && std::mem::take(&mut t.woken_on_its_cpu)
+                        && let Some(b) = t.blocked_since.take()
+                    {
+                        t.steps.push(Step::Sleep(now.saturating_sub(b)));
+                        t.woken_at = Some(now);
+                    }
                     return;
                 }
                 self.wakeup(now, comm, *pid, *prio, waker);
@@ -328,11 +352,18 @@ impl Schedule {
         let t0 = self.t0;
         let t = self.tasks.entry(pid).or_insert_with(|| Task::new(comm, prio, t0));
         t.woken_at = Some(now);
+        if t.running_since.is_some() {
+            // Woken on its way to sleep, before it switched out: the
+            // waker's try_to_wake_up waits for the switch and finishes the
+            // wakeup after it (sched_wakeup).
+            t.woken_on_its_cpu = true;
+            return;
+        }
         // A task seen first at its wakeup slept since the trace began.
         let Some(b) = t.blocked_since.take().or(first_time.then_some(t0)) else { return };
         match known_waker {
             Some(w) => {
-                let c = self.channels.id((w, pid), || (w, pid));
+                let c = self.channels.id(pid, || pid);
                 t.steps.push(Step::Wait(c));
                 let waker_task = self.tasks.get_mut(&w).expect("checked above");
                 waker_task.cut_burst(now);
@@ -463,7 +494,7 @@ mod tests {
             ]
         );
         // b woke c 1 ms into its burst: run 1 ms, signal, run 1 ms.
-        let ch = w.channels.iter().position(|c| c.name == "b-11->c-12").unwrap() as u32;
+        let ch = w.channels.iter().position(|c| c.name == "wakeups of c-12").unwrap() as u32;
         assert_eq!(
             prog("b-11"),
             &vec![
@@ -495,5 +526,52 @@ mod tests {
         assert_eq!(percpu_kthread("kworker/1:2"), Some(1));
         assert_eq!(percpu_kthread("kworker/u8:0"), None);
         assert_eq!(percpu_kthread("bash"), None);
+    }
+
+    #[test]
+    fn wakeups_of_one_reader_share_its_channel_and_one_on_its_way_to_sleep_is_a_short_sleep() {
+        let sw = |ts: &str, cpu: u32, prev: (&str, u32, &str), next: (&str, u32)| {
+            format!(
+                "  {}-{} [{cpu:03}] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
+                 next_comm={} next_pid={} next_prio=120\n",
+                prev.0, prev.1, prev.0, prev.1, prev.2, next.0, next.1
+            )
+        };
+        let wake = |ts: &str, cpu: u32, by: (&str, u32), ev: &str| {
+            format!("  {}-{} [{cpu:03}] d..2. {ts}: {ev}: comm=r pid=5 prio=120 target_cpu=000\n", by.0, by.1)
+        };
+        let mut t = String::new();
+        t += &sw("1.000", 0, ("swapper/0", 0, "R"), ("r", 5));
+        t += &sw("1.000", 1, ("swapper/1", 0, "R"), ("w", 6));
+        t += &sw("1.001", 0, ("r", 5, "S"), ("swapper/0", 0));
+        // Writer 6 wakes the reader, then writer 7.
+        t += &wake("1.002", 1, ("w", 6), "sched_waking");
+        t += &sw("1.002", 0, ("swapper/0", 0, "R"), ("r", 5));
+        t += &sw("1.002", 1, ("w", 6, "S"), ("v", 7));
+        t += &sw("1.003", 0, ("r", 5, "S"), ("swapper/0", 0));
+        t += &wake("1.004", 1, ("v", 7), "sched_waking");
+        t += &sw("1.004", 0, ("swapper/0", 0, "R"), ("r", 5));
+        // Writer 7 wakes it again while it still runs; it switches out
+        // and the wakeup ends 100 us later; it runs again at 1.007.
+        t += &wake("1.005000", 1, ("v", 7), "sched_waking");
+        t += &sw("1.005010", 0, ("r", 5, "S"), ("swapper/0", 0));
+        t += &wake("1.005110", 1, ("v", 7), "sched_wakeup");
+        t += &sw("1.007", 0, ("swapper/0", 0, "R"), ("r", 5));
+        t += &sw("1.008", 0, ("r", 5, "S"), ("swapper/0", 0));
+        t += &sw("1.009", 1, ("v", 7, "S"), ("swapper/1", 0));
+        let (w, _) = workload_from_trace(&t, "t.trace", &Overrides::default()).unwrap();
+        assert_eq!(w.channels.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["wakeups of r-5"]);
+        let reader = &w.tasks.iter().find(|t| t.name == "r-5").unwrap().program;
+        assert_eq!(
+            reader[..6],
+            [
+                Op::Run(Dist::Const(1_000_000)),
+                Op::Wait(0),
+                Op::Run(Dist::Const(1_000_000)),
+                Op::Wait(0),
+                Op::Run(Dist::Const(1_010_000)),
+                Op::Sleep(Dist::Const(100_000)),
+            ]
+        );
     }
 }

@@ -59,23 +59,24 @@ pub struct RecordedRun {
 /// One line of the trace that the report reads.
 pub enum Item {
     Sched(SchedEvent),
-    /// timer:hrtimer_start of a sleep's timer (function=hrtimer_wakeup),
-    /// armed by `pid` for `soft` (softexpires, the time asked for).
+    /// timer:hrtimer_start that may be a sleep's timer, armed by `pid` for
+    /// `soft` (softexpires, the time asked for).
     SleepArmed {
         ts: Nanos,
         pid: u32,
-        timer: String,
+        function: String,
         soft: Nanos,
     },
-    /// timer:hrtimer_expire_entry of a sleep's timer.
+    /// timer:hrtimer_expire_entry that may be a sleep's timer, on `cpu`.
     SleepExpired {
         ts: Nanos,
-        timer: String,
+        cpu: u32,
+        function: String,
     },
 }
 
 impl Item {
-    fn ts(&self) -> Nanos {
+    pub fn ts(&self) -> Nanos {
         match self {
             Item::Sched(e) => e.ts,
             Item::SleepArmed { ts, .. } | Item::SleepExpired { ts, .. } => *ts,
@@ -98,7 +99,20 @@ fn maybe_sleep(fields: &str) -> bool {
     fields.contains("function=hrtimer_wakeup") || fields.contains("function=0x")
 }
 
-/// The hrtimer events of a sleep's timer, where `line` is one.
+impl Parsed {
+    /// The first and last sched event's times: the span a replay of the
+    /// trace covers.
+    pub fn sched_span(&self) -> Option<(Nanos, Nanos)> {
+        let mut sched = self.items.iter().filter(|i| matches!(i, Item::Sched(_))).map(Item::ts);
+        let from = sched.next()?;
+        Some((from, sched.next_back().unwrap_or(from)))
+    }
+}
+
+/// The hrtimer events of a sleep's timer, where `line` is one. Timers
+/// are told apart by their function, not their pointer: a kernel whose
+/// pointer hashing is not seeded yet prints every one as
+/// `(____ptrval____)` (the 6.1 guests early after boot).
 fn sleep_timer(line: &str) -> Option<Item> {
     let value = |fields: &str, key: &str| -> Option<String> {
         fields.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=').map(str::to_string))
@@ -109,19 +123,23 @@ fn sleep_timer(line: &str) -> Option<Item> {
         let frac_ns = frac.parse::<u64>().ok()? * 10u64.checked_pow(9u32.checked_sub(frac.len() as u32)?)?;
         secs.parse::<u64>().ok()?.checked_mul(1_000_000_000)?.checked_add(frac_ns)
     };
+    let function =
+        |fields: &str| value(fields, "function").map(|f| f.split('/').next().unwrap_or_default().to_string());
     if let Some((head, fields)) = line.split_once(" hrtimer_start: ") {
         if !maybe_sleep(fields) {
             return None;
         }
         let (pid, _) = ftrace::line_context(line)?;
         let soft = value(fields, "softexpires").or_else(|| value(fields, "expires"))?.parse().ok()?;
-        return Some(Item::SleepArmed { ts: ts_of(head)?, pid, timer: value(fields, "hrtimer")?, soft });
+        return Some(Item::SleepArmed { ts: ts_of(head)?, pid, function: function(fields)?, soft });
     }
     let (head, fields) = line.split_once(" hrtimer_expire_entry: ")?;
     if !maybe_sleep(fields) {
         return None;
     }
-    Some(Item::SleepExpired { ts: ts_of(head)?, timer: value(fields, "hrtimer")? })
+    let open = head.rfind('[')?;
+    let cpu = head[open + 1..].split(']').next()?.trim().parse().ok()?;
+    Some(Item::SleepExpired { ts: ts_of(head)?, cpu, function: function(fields)? })
 }
 
 /// Parses tracefs text (record-tgid or not); an error names the line.
@@ -196,49 +214,51 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
     };
     let nr_cpus = run.nr_cpus.max(1) as usize;
     let mut on_cpu: Vec<Option<(u32, Nanos)>> = vec![None; nr_cpus];
+    let mut seen = vec![false; nr_cpus];
     let mut busy = vec![0 as Nanos; nr_cpus];
     let mut others = 0 as Nanos;
     let (mut switches, mut migrations) = (0u64, 0u64);
     let is_ours = |ours: &BTreeSet<u32>, pid: u32| pid != 0 && (all || ours.contains(&pid));
     let has_waking =
         parsed.items.iter().any(|i| matches!(i, Item::Sched(SchedEvent { kind: SchedEventKind::Waking { .. }, .. })));
-    // Sleep timers armed (by whom, for when), and for a task whose timer
-    // just fired, when it was due and when the timer fired. A timer its
-    // task armed for something else (the hrtick, which fires while it
-    // runs) is forgotten at the task's next switch.
-    let mut armed: HashMap<&str, (u32, Nanos)> = HashMap::new();
-    let mut timer_due: HashMap<u32, (Nanos, Nanos)> = HashMap::new();
+    // The sleep timers each task armed (by function, for when), and the
+    // latest timer expiry on each CPU: a task woken from a CPU's timer
+    // interrupt just after a timer of the function it armed expired there
+    // was woken by that timer. (The hrtick is armed in its task's context
+    // too, but with another function.)
+    let mut armed: HashMap<u32, HashMap<&str, Nanos>> = HashMap::new();
+    let mut last_expiry: HashMap<u32, (Nanos, &str)> = HashMap::new();
     for item in parsed.items.iter().take_while(|i| i.ts() <= to) {
         let ev = match item {
             Item::Sched(ev) => ev,
-            Item::SleepArmed { pid, timer, soft, .. } => {
-                armed.insert(timer, (*pid, *soft));
+            Item::SleepArmed { pid, function, soft, .. } => {
+                armed.entry(*pid).or_default().insert(function, *soft);
                 continue;
             }
-            Item::SleepExpired { ts, timer } => {
-                if let Some((pid, soft)) = armed.remove(timer.as_str())
-                    && soft <= *ts
-                {
-                    timer_due.insert(pid, (soft, *ts));
-                }
+            Item::SleepExpired { ts, cpu, function } => {
+                last_expiry.insert(*cpu, (*ts, function));
                 continue;
             }
         };
         let cpu = ev.cpu as usize;
         if cpu >= on_cpu.len() {
             on_cpu.resize(cpu + 1, None);
+            seen.resize(cpu + 1, false);
             busy.resize(cpu + 1, 0);
         }
         match &ev.kind {
             SchedEventKind::Switch { prev_comm, prev_pid, prev_state, next_comm, next_pid, .. } => {
-                timer_due.remove(prev_pid);
-                timer_due.remove(next_pid);
                 // The time since this CPU's last switch was prev's, whoever
-                // the trace last saw switched in.
-                if let Some((pid, since)) = on_cpu[cpu].take() {
+                // the trace last saw switched in; before the CPU's first
+                // switch, prev's since the trace began.
+                let first = !std::mem::replace(&mut seen[cpu], true);
+                let current = on_cpu[cpu].take().or((first && *prev_pid != 0).then_some((*prev_pid, from)));
+                if let Some((pid, since)) = current {
                     let ran = overlap(since, ev.ts);
                     if is_ours(&ours, pid) {
                         busy[cpu] += ran;
+                        // A task first seen leaving its CPU.
+                        task(&mut tasks, pid, if pid == *prev_pid { prev_comm } else { "" });
                         if let Some(t) = tasks.get_mut(&pid) {
                             t.cpu_time += ran;
                             if pid == *prev_pid && inside(ev.ts) {
@@ -302,10 +322,11 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                 let running = on_cpu.iter().flatten().any(|(p, _)| p == pid);
                 // The wakeup of a sleep's timer comes from its expiry
                 // handler, within microseconds (tens under TCG).
-                let due = timer_due
-                    .remove(pid)
-                    .filter(|&(_, fired)| ev.ts - fired.min(ev.ts) <= SLEEP_WAKE_WITHIN)
-                    .map(|d| d.0);
+                let due = last_expiry
+                    .get(&ev.cpu)
+                    .filter(|(fired, _)| ev.ts.saturating_sub(*fired) <= SLEEP_WAKE_WITHIN)
+                    .and_then(|(_, f)| armed.get_mut(pid)?.remove(f))
+                    .filter(|&soft| soft <= ev.ts);
                 task(&mut tasks, *pid, comm);
                 let t = tasks.get_mut(pid).expect("just made");
                 if !running && t.woken_at.is_none() {
@@ -510,11 +531,12 @@ mod tests {
         assert_eq!((r.totals.context_switches, r.totals.migrations), (3, 1));
         assert_eq!(r.totals.makespan_ns, None, "10 and 11 still run at the window's end");
         // Conservation: busy is the program's time, busy + idle the window
-        // on each CPU; the kworker's 1 ms is other processes' (of 20 ms).
+        // on each CPU; the kworker's 1 ms and the runner's 0.1 ms before
+        // CPU 0's first switch are other processes' (of 20 ms).
         let tasks: Nanos = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
         assert_eq!(r.totals.busy_ns, tasks);
         assert!(r.per_cpu.iter().all(|c| c.busy_ns + c.idle_ns == 10_000_000));
-        assert_eq!(r.extra_figure("other_processes_cpu_pct"), Some(5.0));
+        assert_eq!(r.extra_figure("other_processes_cpu_pct"), Some(5.5));
         assert_eq!(r.wakeup_latency.count, 1);
         assert_eq!(
             r.runtime_per_switch.count, 3,
@@ -533,12 +555,17 @@ mod tests {
             )
         };
         t += &sw("2.000000", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
-        t += "  cyclic-20 [000] d..1. 2.000001: hrtimer_start: hrtimer=00000000abcd function=hrtimer_wakeup \
+        // A kernel without kallsyms, its pointers not hashed yet: the
+        // sleep's timer and the hrtick (armed in the same task's context)
+        // are told apart by their functions' addresses.
+        t += "  cyclic-20 [000] d..1. 2.000001: hrtimer_start: hrtimer=(____ptrval____) function=0xffffffff8109d741 \
               expires=2001000000 softexpires=2001000000 mode=ABS\n";
+        t += "  cyclic-20 [000] d..1. 2.000002: hrtimer_start: hrtimer=(____ptrval____) function=0xffffffff810ac831 \
+              expires=2000500000 softexpires=2000500000 mode=ABS|PINNED|HARD\n";
         t += &sw("2.000002", 0, ("cyclic", 20, "S"), ("swapper/0", 0));
         // The timer fires 50 us late; the task runs 100 us after it asked.
-        t += "  <idle>-0 [000] d.h1. 2.001050: hrtimer_expire_entry: hrtimer=00000000abcd now=2001050000 \
-              function=hrtimer_wakeup/0x0\n";
+        t += "  <idle>-0 [000] d.h1. 2.001050: hrtimer_expire_entry: hrtimer=(____ptrval____) now=2001050000 \
+              function=0xffffffff8109d741\n";
         t += "  <idle>-0 [000] d.h2. 2.001052: sched_waking: comm=cyclic pid=20 prio=120 target_cpu=000\n";
         t += "  <idle>-0 [000] d.h3. 2.001060: sched_wakeup: comm=cyclic pid=20 prio=120 target_cpu=000\n";
         t += &sw("2.001100", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
