@@ -3,6 +3,14 @@
 
 use std::process::{Command, Output};
 
+/// Says that a test skips, where `cargo test` shows it without
+/// --nocapture (the harness captures the print macros, not writes to the
+/// stderr handle itself) and tools/test.sh counts it.
+fn skip(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {}: {why}", std::thread::current().name().unwrap_or("a test"));
+}
+
 fn schedlab(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_schedlab")).args(args).output().expect("the binary runs")
 }
@@ -302,7 +310,7 @@ fn record_checks_its_output_first_and_keeps_the_trace_on_sigterm() {
     assert!(!marker.exists(), "the command ran although its trace could not be written");
 
     if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
-        eprintln!("SKIPPED record on SIGTERM: tracefs is not mounted");
+        skip("tracefs is not mounted");
         return;
     }
     let trace = std::env::temp_dir().join(format!("schedlab-record-{}.trace", std::process::id()));
@@ -329,7 +337,7 @@ fn record_checks_its_output_first_and_keeps_the_trace_on_sigterm() {
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
     if err.contains("run as root") {
-        eprintln!("SKIPPED record on SIGTERM: {err}");
+        skip(&err);
         return;
     }
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{err}");
@@ -425,7 +433,7 @@ fn processes_with(needle: &str) -> Vec<u32> {
 #[test]
 fn record_stops_everything_the_command_started() {
     if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
-        eprintln!("SKIPPED record_stops_everything_the_command_started: tracefs is not mounted");
+        skip("tracefs is not mounted");
         return;
     }
     let trace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("group-{}.trace", std::process::id()));
@@ -446,7 +454,7 @@ fn record_stops_everything_the_command_started() {
     let err = String::from_utf8_lossy(&out.stderr);
     let _ = std::fs::remove_file(&trace);
     if err.contains("run as root") {
-        eprintln!("SKIPPED record_stops_everything_the_command_started: {err}");
+        skip(&err);
         return;
     }
     assert!(!sleeping.is_empty(), "the command's child never started: {err}");

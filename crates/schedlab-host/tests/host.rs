@@ -47,12 +47,10 @@ fn leftovers(kind: &str) -> Vec<String> {
 /// workload's CPUs during the run, by the report's own figure: the
 /// assertions after it are about the kernel sharing CPUs among the
 /// workload's threads alone, and are not loosened for a busy machine.
-fn machine_was_busy(r: &schedlab_sim::Report, test: &str) -> bool {
+fn machine_was_busy(r: &schedlab_sim::Report) -> bool {
     let other = r.extra_figure("other_processes_cpu_pct").unwrap_or(0.0);
     if other > 10.0 {
-        eprintln!(
-            "SKIPPED {test}: other processes used {other:.1}% of the workload's CPUs during the run (10% allowed)"
-        );
+        skip(&format!("other processes used {other:.1}% of the workload's CPUs during the run (10% allowed)"));
     }
     other > 10.0
 }
@@ -85,7 +83,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     );
     let out = run(&w, &HostOptions::default()).unwrap();
     let r = &out.report;
-    if machine_was_busy(r, "spinners_share_one_cpu_and_leave_nothing_behind") {
+    if machine_was_busy(r) {
         return;
     }
     assert_eq!(r.source, "host");
@@ -130,7 +128,7 @@ program = [ { loop = "forever", body = [ { wait = "a" }, { run = "5us" }, { sign
 "#,
     );
     let r = run(&w, &HostOptions::default()).unwrap().report;
-    if machine_was_busy(&r, "timers_and_pipes_measure_wakeup_latency") {
+    if machine_was_busy(&r) {
         return;
     }
     let spec = |n: &str| r.specs.iter().find(|s| s.name == n).unwrap();
@@ -172,7 +170,7 @@ program = [ { run = "30ms" }, { exit = true } ]
     assert!(r.totals.utilization_pct <= 100.0, "utilization {:.1}%", r.totals.utilization_pct);
     let own: u64 = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
     assert_eq!(r.totals.busy_ns, own.min(r.cpus as u64 * r.duration_ns));
-    if machine_was_busy(&r, "finite_workloads_end_early_with_a_makespan") {
+    if machine_was_busy(&r) {
         return;
     }
     let m = r.totals.makespan_ns.expect("both jobs exit");
@@ -209,7 +207,7 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     );
     let out = run(&w, &HostOptions::default()).unwrap();
     let host = out.report.host.as_ref().unwrap();
-    if machine_was_busy(&out.report, "group_weights_split_a_cpu_where_cgroups_are_permitted") {
+    if machine_was_busy(&out.report) {
         return;
     }
     if !host.cgroups.starts_with("cgroup") {
@@ -299,7 +297,7 @@ fn record_then_replay_a_real_command() {
     // `yes` must get a CPU to itself for its 200 ms to be recorded as such.
     let idle = schedlab_host::info::idle_cpus(std::time::Duration::from_millis(300));
     if idle < 1.0 {
-        eprintln!("SKIPPED record_then_replay_a_real_command: {idle:.2} host CPUs idle, 1 needed for yes to run alone");
+        skip(&format!("{idle:.2} host CPUs idle, 1 needed for yes to run alone"));
         return;
     }
     let cmd: Vec<String> =
@@ -307,7 +305,7 @@ fn record_then_replay_a_real_command() {
     let rec = match schedlab_host::record(&cmd) {
         Ok(r) => r,
         Err(HostError::Setup(why)) => {
-            eprintln!("SKIPPED record_then_replay_a_real_command: tracefs not usable here: {why}");
+            skip(&format!("tracefs not usable here: {why}"));
             return;
         }
         Err(e) => panic!("{e}"),
@@ -390,9 +388,7 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next() {
         }
     }
     if planted.is_empty() {
-        eprintln!(
-            "SKIPPED leftovers_of_a_killed_run_are_removed_by_the_next: neither tracefs nor cgroup v1 cpu is writable here"
-        );
+        skip("neither tracefs nor cgroup v1 cpu is writable here");
         return;
     }
     let w =
