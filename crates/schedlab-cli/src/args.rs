@@ -160,6 +160,11 @@ pub(crate) enum Command {
         /// Also run what this machine can on its real kernel.
         #[arg(long)]
         host: bool,
+        /// Also run the real tools (cyclictest, stress-ng, make with gcc,
+        /// xz) in every guest kernel of $SCHEDLAB_KERNELS (default
+        /// ../shared/kernels) under QEMU: about 15 minutes.
+        #[arg(long)]
+        vm: bool,
         /// Worker threads (default: one per CPU).
         #[arg(long)]
         jobs: Option<usize>,

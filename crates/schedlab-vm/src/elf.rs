@@ -85,6 +85,16 @@ fn check_executable(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `path` is an executable ELF file with an interpreter (a
+/// dynamically linked program, whose libraries a guest needs too).
+pub fn is_elf_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    executable
+        && std::fs::read(path)
+            .is_ok_and(|d| d.starts_with(b"\x7fELF") && Elf::parse(&d).is_ok_and(|e| e.interpreter.is_some()))
+}
+
 /// The closure of the program at `path` (found by [`find_program`]).
 pub fn closure(path: &Path) -> Result<Closure, String> {
     let mut c = Closure { program: path.to_path_buf(), ..Closure::default() };

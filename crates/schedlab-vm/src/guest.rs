@@ -19,6 +19,9 @@ pub const EXIT_MARKER: &str = "SCHEDLAB-EXIT";
 /// kernel's messages on the console (ttyS0).
 const RESULT_PORT: &str = "/dev/ttyS1";
 
+/// The job's sched_ext scheduler while it runs.
+static SCX: std::sync::Mutex<Option<crate::scx::Running>> = std::sync::Mutex::new(None);
+
 /// Whether this process is the init of a schedlab guest.
 pub fn is_init() -> bool {
     std::process::id() == 1 && std::path::Path::new(ARGS_FILE).exists()
@@ -41,7 +44,12 @@ pub fn start() -> Result<Vec<String>, String> {
     mount("proc", "/proc", "")?;
     mount("sysfs", "/sys", "")?;
     mount("devtmpfs", "/dev", "")?;
-    mount("tmpfs", "/tmp", "")?;
+    // The initramfs root is writable already; /tmp gets a tmpfs of its own
+    // unless files were packed there (an --include under /tmp), which a
+    // mount would hide.
+    if std::fs::read_dir("/tmp").map_or(true, |mut d| d.next().is_none()) {
+        mount("tmpfs", "/tmp", "")?;
+    }
     for (fstype, target, options) in [
         // POSIX shared memory (shm_open: cyclictest's statistics).
         ("tmpfs", "/dev/shm", "mode=1777"),
@@ -70,6 +78,11 @@ pub fn start() -> Result<Vec<String>, String> {
     // SAFETY: both descriptors are open; stdout now writes to the port.
     if unsafe { libc::dup2(port.as_raw_fd(), 1) } < 0 {
         return Err(format!("dup2 onto stdout: {}", std::io::Error::last_os_error()));
+    }
+    // A sched_ext scheduler of the job's runs every task before the job
+    // starts, or the job does not run.
+    if let Some(running) = crate::scx::start()? {
+        *SCX.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
     }
     let text = std::fs::read(ARGS_FILE).map_err(|e| format!("cannot read {ARGS_FILE}: {e}"))?;
     serde_json::from_slice(&text).map_err(|e| format!("{ARGS_FILE}: {e}"))
@@ -120,7 +133,16 @@ fn has_cpu_controller() -> bool {
 /// Ends the guest with the job's exit code: written after its output,
 /// drained out of the port, then power off (QEMU runs with -no-reboot, so
 /// a reboot ends it too).
-pub fn finish(code: i32) -> ! {
+pub fn finish(mut code: i32) -> ! {
+    let scx = SCX.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(running) = scx
+        && let Err(e) = running.stop()
+    {
+        eprintln!("schedlab: {e}");
+        if code == 0 {
+            code = 1;
+        }
+    }
     let mut out = std::io::stdout().lock();
     let _ = write!(out, "\n{EXIT_MARKER} {code}\n");
     let _ = out.flush();

@@ -113,6 +113,35 @@ pub fn include(path: &Path) -> Result<Vec<Extra>, String> {
     };
     let mut out = Vec::new();
     walk(&abs, &mut out)?;
+    // A link that leads out of what was included (/usr/bin/gcc ->
+    // gcc-12 -> x86_64-linux-gnu-gcc-12) brings the links and the file it
+    // leads to, or it would dangle in the guest.
+    let links: Vec<(PathBuf, PathBuf)> = out
+        .iter()
+        .filter_map(|x| match x {
+            Extra::Symlink { path, target } => Some((path.clone(), target.clone())),
+            _ => None,
+        })
+        .collect();
+    for (mut link, mut target) in links {
+        for _ in 0..16 {
+            let next = link.parent().unwrap_or(Path::new("/")).join(&target);
+            if next.starts_with(&abs) {
+                break;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&next) else { break };
+            if meta.file_type().is_symlink() {
+                let Ok(t) = std::fs::read_link(&next) else { break };
+                out.push(Extra::Symlink { path: next.clone(), target: t.clone() });
+                (link, target) = (next, t);
+            } else {
+                if meta.is_file() {
+                    out.push(Extra::File(next));
+                }
+                break;
+            }
+        }
+    }
     Ok(out)
 }
 

@@ -36,6 +36,7 @@ pub mod elf;
 pub mod guest;
 pub mod initramfs;
 pub mod programs;
+pub mod scx;
 
 use schedlab_host::signals;
 use std::io::Read;
@@ -96,6 +97,7 @@ pub struct VmOptions {
 }
 
 /// What to run in the guest.
+#[derive(Clone)]
 pub struct GuestJob {
     /// schedlab's command line in the guest, program name first.
     pub args: Vec<String>,

@@ -72,7 +72,7 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
     }
     // Guests one at a time, each with every host CPU to itself.
     for (name, file) in &kernel {
-        reports.push(vm::run(&common, &w, file, name, &vm_opts, &host_opts)?);
+        reports.push(vm::run(&common, &w, file, name, &vm_opts.for_row(name), &host_opts)?);
         timelines.push(None);
     }
     // A finite workload's runs end when its last task exits: the
@@ -150,7 +150,7 @@ fn programs(
     let mut failed = 0;
     for (label, file) in kernel {
         eprintln!("schedlab: booting {label} ({} vCPUs) for '{}'", cpus, a.program.join(" "));
-        let result = program::run_vm(&prepared, file, label, cpus, vm_opts)?;
+        let result = program::run_vm(&prepared, file, label, cpus, &vm_opts.for_row(label))?;
         if program::outcome(&result, label) != 0 {
             failed += 1;
         }

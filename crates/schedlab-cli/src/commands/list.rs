@@ -27,6 +27,16 @@ pub(crate) fn run() {
         }
         println!();
     }
+    let kernels = crate::commands::program::kernels_dir();
+    let scx = schedlab_vm::scx::available(&kernels.join("scx"));
+    if !scx.is_empty() {
+        println!(
+            "sched_ext schedulers of {} (real kernels only: `schedlab vm --kernel scx-6.12.bzImage --scx NAME`, \
+             or the row scx-6.12+NAME of `compare --kernel`):\n  {}\n",
+            kernels.join("scx").display(),
+            scx.join(", ")
+        );
+    }
     println!("Built-in scenarios (run with `schedlab compare NAME`):\n");
     for (name, text) in schedlab_sim::formats::scenarios::SCENARIOS {
         println!("  {name:<22} {}", schedlab_sim::formats::scenarios::summary(text));

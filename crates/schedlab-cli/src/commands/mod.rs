@@ -41,7 +41,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
                 );
             }
             let w = load_workload(&common)?;
-            let label = vm::kernel_label(&kernel);
+            let label = vm::row_label(&kernel, &vm_opts);
             let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
             print_one(&common, &report, tasks)
         }
@@ -63,10 +63,11 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
             plot: plot.as_deref(),
             jobs,
         }),
-        Command::Experiments { out, quick, host, jobs } => experiments::run(experiments::Options {
+        Command::Experiments { out, quick, host, vm, jobs } => experiments::run(experiments::Options {
             out: out.unwrap_or_else(experiments::default_out),
             quick,
             host,
+            vm,
             jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         }),
         Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, set } => {

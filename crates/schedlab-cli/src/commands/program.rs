@@ -99,7 +99,18 @@ pub(crate) fn prepare(a: &ProgramArgs, memory_mib: u64, timeout_ns: u64) -> Resu
         argvs.push(guest_argv);
     }
     for inc in &a.include {
-        extra.extend(schedlab_vm::initramfs::include(inc).map_err(|e| anyhow!("{e}"))?);
+        for x in schedlab_vm::initramfs::include(inc).map_err(|e| anyhow!("{e}"))? {
+            // An included program (a compiler that make runs) brings what
+            // it loads, as the programs themselves do.
+            if let Extra::File(path) = &x
+                && schedlab_vm::elf::is_elf_executable(path)
+            {
+                let closure = schedlab_vm::elf::closure(path).map_err(|e| anyhow!("--include: {e}"))?;
+                extra.extend(closure.files.iter().filter(|f| *f != path).cloned().map(Extra::File));
+                library_dirs.extend(closure.library_dirs);
+            }
+            extra.push(x);
+        }
     }
     let cwd = std::env::current_dir().context("cannot read the current directory")?;
     extra.push(Extra::Dir(cwd.clone()));
@@ -278,7 +289,7 @@ pub(crate) fn write_trace(result: &ProgramsResult, out: &Path, label: Option<&st
 /// its exit status as schedlab's.
 pub(crate) fn vm_command(common: &Common, a: &ProgramArgs, kernel: &Path, vm: &VmArgs, tasks: bool) -> Result<i32> {
     refuse_workload_flags(common)?;
-    let label = vm::kernel_label(kernel);
+    let label = vm::row_label(kernel, vm);
     let cpus = common.cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u32));
     let p = prepare(a, vm.memory, vm.timeout.unwrap_or(DEFAULT_TIMEOUT_NS))?;
     let result = run_vm(&p, kernel, &label, cpus, vm)?;

@@ -55,6 +55,45 @@ pub(crate) struct VmArgs {
     /// (repeatable).
     #[arg(long = "boot-arg", value_name = "PARAM", value_parser = parse_boot_arg)]
     pub(crate) boot_args: Vec<String>,
+    /// A sched_ext scheduler to run in the guest (a kernel with sched_ext,
+    /// such as scx-6.12): NAME for scx_NAME in $SCHEDLAB_KERNELS/scx or on
+    /// PATH, or a path to one's own build; its arguments after ':', e.g.
+    /// bpfland or rusty:--slice-us-underutil 10000.
+    #[arg(long, value_name = "SCHED[:ARGS]")]
+    pub(crate) scx: Option<String>,
+}
+
+impl VmArgs {
+    /// These options for the row `label`: a compare row named
+    /// `scx-6.12+bpfland` runs scx_bpfland.
+    pub(crate) fn for_row(&self, label: &str) -> VmArgs {
+        let mut vm = self.clone();
+        if vm.scx.is_none()
+            && let Some((_, sched)) = label.split_once('+')
+        {
+            vm.scx = Some(sched.to_string());
+        }
+        vm
+    }
+}
+
+/// Where `--scx NAME` looks first: the scx/ of the kernels' directory.
+fn scx_dir() -> PathBuf {
+    crate::commands::program::kernels_dir().join("scx")
+}
+
+/// The job with the sched_ext scheduler of `--scx`, if any: its binary
+/// and libraries, and /job/scx.json for the guest's init.
+fn with_scx(job: &schedlab_vm::GuestJob, vm: &VmArgs) -> Result<schedlab_vm::GuestJob> {
+    let mut job = job.clone();
+    let Some(spec) = &vm.scx else { return Ok(job) };
+    let (path, args) = schedlab_vm::scx::find(spec, &scx_dir()).map_err(|e| anyhow::anyhow!("--scx: {e}"))?;
+    let closure = schedlab_vm::elf::closure(&path).map_err(|e| anyhow::anyhow!("--scx: {e}"))?;
+    job.extra.extend(closure.files.into_iter().map(schedlab_vm::initramfs::Extra::File));
+    let scx = schedlab_vm::scx::ScxJob { path: path.to_string_lossy().into_owned(), args };
+    let name = schedlab_vm::scx::SCX_FILE.rsplit('/').next().unwrap_or("scx.json").to_string();
+    job.files.push((name, serde_json::to_vec(&scx)?));
+    Ok(job)
 }
 
 /// Parameters the vm runner sets itself: the console it reads, the init it
@@ -102,18 +141,24 @@ pub(crate) fn parse_kernel(s: &str) -> Result<(String, PathBuf), String> {
         return Ok(("all".into(), PathBuf::new()));
     }
     if !s.contains('=') {
-        let path = PathBuf::from(s);
+        // KERNEL+SCHED: the kernel running a sched_ext scheduler.
+        let (base, sched) = match s.split_once('+') {
+            Some((b, sc)) if !sc.is_empty() => (b, Some(sc)),
+            _ => (s, None),
+        };
+        let label = |k: &str| sched.map_or(k.to_string(), |sc| format!("{k}+{sc}"));
+        let path = PathBuf::from(base);
         if path.is_file() {
-            return Ok((kernel_label(&path), path));
+            return Ok((label(&kernel_label(&path)), path));
         }
         let dir = crate::commands::program::kernels_dir();
-        let named = dir.join(format!("{s}.bzImage"));
-        if !s.contains('/') && named.is_file() {
-            return Ok((s.to_string(), named));
+        let named = dir.join(format!("{base}.bzImage"));
+        if !base.contains('/') && named.is_file() {
+            return Ok((label(base), named));
         }
         return Err(format!(
             "'{s}' is neither a kernel file nor a kernel in {}: give NAME=FILE, a bzImage's path, a name such as \
-             bmq-6.12, or all",
+             bmq-6.12 (scx-6.12+bpfland for a sched_ext scheduler), or all",
             dir.display()
         ));
     }
@@ -125,6 +170,20 @@ pub(crate) fn parse_kernel(s: &str) -> Result<(String, PathBuf), String> {
         return Err(format!("'{s}': the row needs a name before '='"));
     }
     Ok((name.to_string(), PathBuf::from(file.trim())))
+}
+
+/// A `vm` row's name: the kernel's, and the sched_ext scheduler's after a
+/// '+' (scx-6.12+bpfland).
+pub(crate) fn row_label(kernel: &Path, vm: &VmArgs) -> String {
+    let label = kernel_label(kernel);
+    match &vm.scx {
+        Some(spec) => {
+            let name = spec.split(':').next().unwrap_or(spec);
+            let name = name.rsplit('/').next().unwrap_or(name);
+            format!("{label}+{}", name.strip_prefix("scx_").unwrap_or(name))
+        }
+        None => label,
+    }
 }
 
 /// The name a kernel file gives its row: the file name without .bzImage.
@@ -158,8 +217,9 @@ pub(crate) fn run_in_guest(
         run_timeout: std::time::Duration::from_nanos(run_timeout),
         boot_args: vm.boot_args.clone(),
     };
+    let job = with_scx(job, vm)?;
     // The error keeps its type: an interrupted run exits as the signal says.
-    let out = schedlab_vm::run(job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;
+    let out = schedlab_vm::run(&job, &opts).map_err(|e| anyhow::Error::new(e).context(format!("vm {label}")))?;
     for warning in &out.warnings {
         eprintln!("schedlab: vm {label}: {warning}");
     }
@@ -243,6 +303,7 @@ pub(crate) fn label_report(
             kernel.display()
         );
         h.notes.push(format!("guest booted in {}", format_duration(out.boot.as_nanos() as u64)));
+        h.notes.extend(schedlab_vm::scx::console_notes(&out.console));
         if out.host_others_cpus >= HOST_OTHERS_WARN_CPUS {
             h.notes.push(format!(
                 "other processes on the host used {:.2} CPUs while the guest ran: its vCPUs waited for them, and a \

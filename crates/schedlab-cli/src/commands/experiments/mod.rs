@@ -5,6 +5,8 @@
 //! numbers say; the prose that does not depend on the numbers explains the
 //! mechanism once.
 
+mod real_tools;
+
 use crate::args::{Common, common, overrides};
 use crate::commands::sweep::{self, Point};
 use crate::render::svg;
@@ -21,6 +23,8 @@ pub struct Options {
     pub out: PathBuf,
     pub quick: bool,
     pub host: bool,
+    /// Also the real tools in every guest kernel (real_tools).
+    pub vm: bool,
     pub jobs: usize,
 }
 
@@ -90,6 +94,9 @@ pub fn run(opts: Options) -> Result<()> {
         jitter(&mut doc)?;
         lat_ctx(&mut doc)?;
         makespan(&mut doc)?;
+        if doc.opts.vm {
+            real_tools::real_tools(&mut doc)?;
+        }
         Ok(())
     })?;
     let md = doc.opts.out.join("experiments.md");
@@ -118,12 +125,13 @@ fn header(doc: &mut Doc) {
     let _ = write!(
         doc.text,
         "# The classic experiments\n\n\
-         Written by `schedlab experiments{}{}` (schedlab {}). Every number below is \
+         Written by `schedlab experiments{}{}{}` (schedlab {}). Every number below is \
          reproduced by that command; each section also names the single `schedlab` command \
          for its main table. Simulations are deterministic: the same command prints the same \
          numbers. {host}\n\n",
         if doc.opts.quick { " --quick" } else { "" },
         if doc.opts.host { " --host" } else { "" },
+        if doc.opts.vm { " --vm" } else { "" },
         env!("CARGO_PKG_VERSION"),
     );
 }
