@@ -81,6 +81,10 @@ pub struct ProgramsResult {
     pub overrun: u64,
     /// The whole trace, tracefs text, when the job asked for it.
     pub trace: Option<String>,
+    /// The report's window on the trace's clock (CLOCK_MONOTONIC, ns): the
+    /// programs' start to the first one's exit or the timeout.
+    #[serde(default)]
+    pub window: (u64, u64),
 }
 
 /// What the trace records: the sched events, and the hrtimer events that
@@ -276,5 +280,6 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
         timed_out: timed_out_at.is_some(),
         overrun,
         trace: job.keep_trace.then_some(text),
+        window: (from, to),
     })
 }

@@ -145,7 +145,9 @@ fn programs(
         bail!("a real program runs in real kernels: give --kernel all (or names, or NAME=FILE) and/or --host");
     }
     let cpus = common.cpus.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() as u32));
-    let prepared = program::prepare(a, vm_opts.memory, vm_opts.timeout.unwrap_or(program::DEFAULT_TIMEOUT_NS))?;
+    let mut prepared = program::prepare(a, vm_opts.memory, vm_opts.timeout.unwrap_or(program::DEFAULT_TIMEOUT_NS))?;
+    // Each kernel's trace comes back for its model's row.
+    prepared.keep_trace();
     let mut reports = Vec::new();
     let mut failed = 0;
     for (label, file) in kernel {
@@ -157,7 +159,9 @@ fn programs(
         if let Some(out) = &a.trace_out {
             program::write_trace(&result, out, Some(label))?;
         }
+        let model = program::model_row(&result, label)?;
         reports.push(result.report);
+        reports.extend(model);
     }
     if host {
         let (report, status) = program::run_host(a)?;

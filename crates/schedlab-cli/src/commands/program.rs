@@ -78,6 +78,72 @@ pub(crate) struct Prepared {
     extra: Vec<Extra>,
 }
 
+impl Prepared {
+    /// Has the guest send its trace back, for a model's row beside the
+    /// kernel's.
+    pub(crate) fn keep_trace(&mut self) {
+        self.job.keep_trace = true;
+    }
+}
+
+/// The model that follows a kernel row's scheduler (`bmq-6.1` -> bmq;
+/// scx-6.12 runs EEVDF until a BPF scheduler attaches; none for a BPF
+/// scheduler, which has no model yet).
+pub(crate) fn model_of(label: &str) -> Option<&'static str> {
+    if label.contains('+') {
+        return None;
+    }
+    let name = label.split('-').next()?;
+    let name = if name == "scx" { "eevdf" } else { name };
+    schedlab_policies::all().iter().find(|p| p.name == name).map(|p| p.name)
+}
+
+/// The kernel row's run as its model makes it: the guest's trace replayed
+/// on the model (as `schedlab replay` does), simulated with a trace of its
+/// own, and read the way the kernel's row was (report::recorded) over the
+/// same window and the same tasks: the program's, by name.
+pub(crate) fn model_row(result: &ProgramsResult, label: &str) -> Result<Option<Report>> {
+    use schedlab_sim::formats::trace_out::{PID_BASE, TraceFormat, TraceWriter};
+    let (Some(text), Some(model)) = (&result.trace, model_of(label)) else { return Ok(None) };
+    let ov = schedlab_sim::Overrides { cpus: Some(result.report.cpus), ..Default::default() };
+    let (w, _) = schedlab_sim::formats::replay::workload_from_trace(text, label, &ov)?;
+    let t0 = recorded::parse(text).map_err(|e| anyhow!("{label}: {e}"))?.sched_span().map_or(0, |s| s.0);
+    let mut buf = Vec::new();
+    {
+        let mut writer = TraceWriter::new(&w, Box::new(&mut buf), TraceFormat::Ftrace);
+        let sim = crate::simulate::simulate_observed(&w, model, &mut writer)?;
+        writer.finish(sim.duration_ns).context("the model's trace")?;
+    }
+    let parsed = recorded::parse(&String::from_utf8_lossy(&buf)).map_err(|e| anyhow!("the model's trace: {e}"))?;
+    let program: std::collections::HashSet<&str> = result.report.tasks.iter().map(|t| t.name.as_str()).collect();
+    let roots = w
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| program.contains(t.name.as_str()))
+        .map(|(i, _)| PID_BASE + i as u32)
+        .collect();
+    let (from, to) = result.window;
+    let run =
+        RecordedRun { roots, from: from.saturating_sub(t0), to: to.saturating_sub(t0), nr_cpus: result.report.cpus };
+    let head = Report {
+        source: "simulated".into(),
+        scheduler: format!("{model} (model of {label}'s run)"),
+        workload: result.report.workload.clone(),
+        hz: w.machine.hz,
+        ..Report::default()
+    };
+    let mut report = recorded::report(&parsed, &run, head);
+    // The simulated trace names a task "comm-tid" after the kernel's task
+    // and adds its own pid: the kernel row's name again.
+    for t in &mut report.tasks {
+        if let Some((name, _)) = t.name.rsplit_once('-') {
+            t.name = name.to_string();
+        }
+    }
+    Ok(Some(report))
+}
+
 /// Guest memory the kernel and the runner need besides the packed files.
 const GUEST_BASE_MIB: u64 = 160;
 
@@ -347,6 +413,47 @@ mod tests {
             Some(true)
         );
         assert!(hint("Creating fdpair (error: Function not implemented)").is_some_and(|h| h.contains("no networking")));
+    }
+
+    #[test]
+    fn a_kernel_rows_model_replays_its_trace_over_the_same_window_and_tasks() {
+        assert_eq!(
+            (model_of("bmq-6.1"), model_of("muqss-5.10"), model_of("scx-6.12")),
+            (Some("bmq"), Some("muqss"), Some("eevdf"))
+        );
+        assert_eq!((model_of("scx-6.12+bpfland"), model_of("mykernel")), (None, None));
+        // The eevdf-6.12 guest's trace of hackbench -p (a fixture of the
+        // replay tests), its row read as the guest reads it.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../schedlab-policies/tests/fixtures/guest-eevdf-6.12-hackbench-pipe.trace.gz"
+        );
+        let text = schedlab_sim::formats::input::read_input_file(Path::new(path), "trace").unwrap();
+        let parsed = recorded::parse(&text).unwrap();
+        let window = parsed.sched_span().unwrap();
+        let roots: Vec<u32> = Vec::new();
+        let all = recorded::report(
+            &parsed,
+            &RecordedRun { roots, from: window.0, to: window.1, nr_cpus: 2 },
+            Report::default(),
+        );
+        let mut real = all.clone();
+        real.tasks.retain(|t| t.name.starts_with("hackbench-"));
+        let result = ProgramsResult {
+            report: real.clone(),
+            programs: Vec::new(),
+            timed_out: false,
+            overrun: 0,
+            trace: Some(text.clone()),
+            window,
+        };
+        let model = model_row(&result, "eevdf-6.12").unwrap().expect("eevdf models eevdf-6.12");
+        assert_eq!(model.scheduler, "eevdf (model of eevdf-6.12's run)");
+        let names = |r: &Report| r.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&model), names(&real), "the program's tasks, and only them");
+        let cpu = |r: &Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
+        assert!((cpu(&model) / cpu(&real) - 1.0).abs() < 0.05, "{} against {}", cpu(&model), cpu(&real));
+        assert!(model_row(&result, "scx-6.12+bpfland").unwrap().is_none());
     }
 
     #[test]
