@@ -181,7 +181,7 @@ pub struct TimerLateness {
 }
 
 /// Fewer expiries than this say nothing of a run's timers.
-const TIMER_SAMPLES_MIN: usize = 20;
+pub const TIMER_SAMPLES_MIN: usize = 20;
 
 /// The lateness of the hrtimers that expired in [from, to] (the clock of
 /// their base, CLOCK_MONOTONIC for all but a few), each paired with the
