@@ -53,7 +53,7 @@ pub(crate) fn split_programs(words: &[String]) -> Result<Vec<Vec<String>>> {
 /// What the simulator's flags would change, refused for a real program.
 pub(crate) fn refuse_workload_flags(common: &Common) -> Result<()> {
     if !common.workload.is_empty() {
-        bail!("give a workload or a program after --, not both ('{}' and '{}')", common.workload, "--");
+        bail!("give a workload or a program after --, not both ('{}' is a workload): drop one", common.workload);
     }
     let given = [
         ("--seed", common.seed.is_some()),
