@@ -174,19 +174,13 @@ const SLEEP_WAKE_WITHIN: Nanos = 200_000;
 struct Task {
     comm: String,
     created: Option<Nanos>,
-    exited: Option<Nanos>,
-    cpu_time: Nanos,
+    /// The counts the report is built from (its times on the trace's
+    /// clock until the report's window is applied).
+    raw: TaskRaw,
     /// When it became runnable without running (a wakeup, fork or preemption).
     runnable_since: Option<Nanos>,
-    /// When its latest wakeup (not a fork) was traced, until it runs.
+    /// When its latest wakeup (not a fork) was due, until it runs.
     woken_at: Option<Nanos>,
-    run_delay: Nanos,
-    wakeups: u64,
-    lat_sum: Nanos,
-    lat_max: Nanos,
-    voluntary: u64,
-    involuntary: u64,
-    migrations: u64,
     rps: Hist,
     lat: Hist,
     first_seen: usize,
@@ -260,7 +254,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                         // A task first seen leaving its CPU.
                         task(&mut tasks, pid, if pid == *prev_pid { prev_comm } else { "" });
                         if let Some(t) = tasks.get_mut(&pid) {
-                            t.cpu_time += ran;
+                            t.raw.cpu_time += ran;
                             if pid == *prev_pid && inside(ev.ts) {
                                 t.rps.record(ev.ts - since.max(from));
                             }
@@ -279,14 +273,14 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                         // It ran from sched_process_exit to here: its life
                         // ends at its last switch, or its share of the time
                         // it lived would pass 100%.
-                        t.exited = Some(ev.ts);
+                        t.raw.exited = Some(ev.ts);
                     }
                     if inside(ev.ts) {
                         switches += 1;
                         if prev_state.starts_with('R') {
-                            t.involuntary += 1;
+                            t.raw.involuntary += 1;
                         } else {
-                            t.voluntary += 1;
+                            t.raw.voluntary += 1;
                         }
                     }
                 }
@@ -294,7 +288,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                     task(&mut tasks, *next_pid, next_comm);
                     let t = tasks.get_mut(next_pid).expect("just made");
                     if let Some(since) = t.runnable_since.take() {
-                        t.run_delay += overlap(since, ev.ts);
+                        t.raw.run_delay += overlap(since, ev.ts);
                     }
                     if let Some(woken) = t.woken_at.take()
                         && inside(ev.ts)
@@ -302,9 +296,9 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                         && woken <= ev.ts
                     {
                         let lat = ev.ts - woken;
-                        t.wakeups += 1;
-                        t.lat_sum += lat;
-                        t.lat_max = t.lat_max.max(lat);
+                        t.raw.wakeups += 1;
+                        t.raw.lat_sum += lat;
+                        t.raw.lat_max = t.raw.lat_max.max(lat);
                         t.lat.record(lat);
                     }
                 }
@@ -340,7 +334,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                 task(&mut tasks, *pid, comm);
                 if inside(ev.ts) {
                     migrations += 1;
-                    tasks.get_mut(pid).expect("just made").migrations += 1;
+                    tasks.get_mut(pid).expect("just made").raw.migrations += 1;
                 }
             }
             SchedEventKind::Fork { parent_pid, child_comm, child_pid } if is_ours(&ours, *parent_pid) => {
@@ -355,7 +349,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
             SchedEventKind::Exit { pid } if is_ours(&ours, *pid) => {
                 task(&mut tasks, *pid, "");
                 let t = tasks.get_mut(pid).expect("just made");
-                t.exited = t.exited.or(Some(ev.ts));
+                t.raw.exited = t.raw.exited.or(Some(ev.ts));
             }
             _ => {}
         }
@@ -366,7 +360,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
             if is_ours(&ours, pid) {
                 busy[cpu] += ran;
                 if let Some(t) = tasks.get_mut(&pid) {
-                    t.cpu_time += ran;
+                    t.raw.cpu_time += ran;
                 }
             } else if pid != 0 {
                 others += ran;
@@ -380,7 +374,7 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
         let leader = group_of(pid);
         tasks.get(&leader).filter(|t| !t.comm.is_empty()).or(tasks.get(&pid)).map_or(String::new(), |t| t.comm.clone())
     };
-    let mut listed: Vec<(&u32, &Task)> = tasks.iter().filter(|(_, t)| t.exited.is_none_or(|e| e >= from)).collect();
+    let mut listed: Vec<(&u32, &Task)> = tasks.iter().filter(|(_, t)| t.raw.exited.is_none_or(|e| e >= from)).collect();
     listed.sort_by_key(|(pid, t)| (t.first_seen, **pid));
     let mut spec_names: Vec<String> = Vec::new();
     let (mut spec_lat, mut spec_rps): (Vec<Hist>, Vec<Hist>) = (Vec::new(), Vec::new());
@@ -402,18 +396,9 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
         raw.push(TaskRaw {
             name: format!("{}-{pid}", t.comm),
             spec: spec as u32,
-            cpu_time: t.cpu_time,
             created: t.created.map_or(0, |c| c.saturating_sub(from)).min(window),
-            exited: t.exited.filter(|&e| e <= to).map(|e| e - from),
-            run_delay: t.run_delay,
-            wakeups: t.wakeups,
-            lat_sum: t.lat_sum,
-            lat_max: t.lat_max,
-            voluntary: t.voluntary,
-            involuntary: t.involuntary,
-            migrations: t.migrations,
-            work: 0,
-            runs: 0,
+            exited: t.raw.exited.filter(|&e| e <= to).map(|e| e - from),
+            ..t.raw.clone()
         });
     }
     let finished = !raw.is_empty() && raw.iter().all(|t| t.exited.is_some());
