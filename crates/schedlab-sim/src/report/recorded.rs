@@ -431,64 +431,36 @@ mod tests {
         let l = |ts: &str, cpu: u32, ctx: &str, tgid: &str, body: &str| {
             format!("  {ctx} ({tgid:>7}) [{cpu:03}] d..2. {ts}: {body}\n")
         };
+        let sw = |ts: &str, cpu: u32, ctx: (&str, &str), prev: (&str, u32, &str), next: (&str, u32)| {
+            let body = format!(
+                "sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> next_comm={} next_pid={} \
+                 next_prio=120",
+                prev.0, prev.1, prev.2, next.0, next.1
+            );
+            l(ts, cpu, ctx.0, ctx.1, &body)
+        };
         let mut t = String::from("# tracer: nop\n");
         t += &l("1.000000", 0, "runner-5", "5", "sched_process_fork: comm=runner pid=5 child_comm=runner child_pid=10");
         t += &l("1.000000", 0, "runner-5", "5", "sched_wakeup_new: comm=runner pid=10 prio=120 target_cpu=000");
-        t += &l(
-            "1.000100",
-            0,
-            "runner-5",
-            "5",
-            "sched_switch: prev_comm=runner prev_pid=5 prev_prio=120 prev_state=S ==> next_comm=runner next_pid=10 next_prio=120",
-        );
+        t += &sw("1.000100", 0, ("runner-5", "5"), ("runner", 5, "S"), ("runner", 10));
         t += &l("1.000200", 0, "app-10", "10", "sched_process_exec: filename=/usr/bin/app pid=10 old_pid=10");
         t += &l("1.001000", 0, "app-10", "10", "sched_process_fork: comm=app pid=10 child_comm=app child_pid=11");
         t += &l("1.001000", 0, "app-10", "10", "sched_wakeup_new: comm=app pid=11 prio=120 target_cpu=001");
-        t += &l(
-            "1.001500",
-            1,
-            "<idle>-0",
-            "-------",
-            "sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=app next_pid=11 next_prio=120",
-        );
+        t += &sw("1.001500", 1, ("<idle>-0", "-------"), ("swapper/1", 0, "R"), ("app", 11));
         t += &l("1.002000", 0, "app-10", "10", "sched_process_fork: comm=app pid=10 child_comm=app child_pid=12");
         t += &l("1.002000", 0, "app-10", "10", "sched_wakeup_new: comm=app pid=12 prio=120 target_cpu=000");
         // 10 sleeps; worker 12 runs on CPU 0.
-        t += &l(
-            "1.003000",
-            0,
-            "app-10",
-            "10",
-            "sched_switch: prev_comm=app prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=app next_pid=12 next_prio=120",
-        );
+        t += &sw("1.003000", 0, ("app-10", "10"), ("app", 10, "S"), ("app", 12));
         t += &l("1.003100", 0, "work-12", "12", "sched_process_exec: filename=/bin/work pid=12 old_pid=12");
         // Kernel thread 7 preempts 11 on CPU 1 for 1 ms.
         t += &l("1.004000", 1, "app-11", "10", "sched_wakeup: comm=kworker/1:0 pid=7 prio=120 target_cpu=001");
-        t += &l(
-            "1.004000",
-            1,
-            "app-11",
-            "10",
-            "sched_switch: prev_comm=app prev_pid=11 prev_prio=120 prev_state=R+ ==> next_comm=kworker/1:0 next_pid=7 next_prio=120",
-        );
-        t += &l(
-            "1.005000",
-            1,
-            "kworker/1:0-7",
-            "7",
-            "sched_switch: prev_comm=kworker/1:0 prev_pid=7 prev_prio=120 prev_state=I ==> next_comm=app next_pid=11 next_prio=120",
-        );
+        t += &sw("1.004000", 1, ("app-11", "10"), ("app", 11, "R+"), ("kworker/1:0", 7));
+        t += &sw("1.005000", 1, ("kworker/1:0-7", "7"), ("kworker/1:0", 7, "I"), ("app", 11));
         // 12 wakes 10 (its CPU 1 busy with 11: it waits 0.5 ms on CPU 0
         // after 12 exits), then exits.
         t += &l("1.006000", 0, "work-12", "12", "sched_wakeup: comm=app pid=10 prio=120 target_cpu=000");
         t += &l("1.006400", 0, "work-12", "12", "sched_process_exit: comm=work pid=12 prio=120");
-        t += &l(
-            "1.006500",
-            0,
-            "work-12",
-            "12",
-            "sched_switch: prev_comm=work prev_pid=12 prev_prio=120 prev_state=X ==> next_comm=app next_pid=10 next_prio=120",
-        );
+        t += &sw("1.006500", 0, ("work-12", "12"), ("work", 12, "X"), ("app", 10));
         t += &l("1.007000", 1, "app-11", "10", "sched_migrate_task: comm=app pid=11 prio=120 orig_cpu=1 dest_cpu=0");
         t
     }
