@@ -163,6 +163,11 @@ fn programs(
         reports.push(result.report);
         reports.extend(model);
     }
+    // The imitation runs as long as the real runs did (the first one's
+    // window): a preset of `cyclictest -l 3000 + stress-ng --timeout 600`
+    // would otherwise simulate stress-ng's 600 s.
+    let span = reports.first().map(|r| r.duration_ns);
+    reports.extend(preset_rows(common, a, kernel, cpus, span));
     if host {
         let (report, status) = program::run_host(a)?;
         if status != 0 {
@@ -184,4 +189,63 @@ fn programs(
         bail!("the program failed on {failed} of {} kernels (see above)", reports.len());
     }
     Ok(())
+}
+
+/// Where the programs are tools that schedlab imitates (a preset: stress-ng,
+/// cyclictest, hackbench, perf bench, lat_ctx), the preset simulated on the
+/// models of the kernels: the imitation beside the real tool. A command
+/// line the preset does not read is said once and left out.
+fn preset_rows(
+    common: &Common,
+    a: &program::ProgramArgs,
+    kernel: &[(String, PathBuf)],
+    cpus: u32,
+    span: Option<u64>,
+) -> Vec<Report> {
+    let line = a.program.join(" ");
+    if !schedlab_sim::formats::presets::is_preset(&line) {
+        return Vec::new();
+    }
+    let mut c = crate::args::common(&line, &[], 0);
+    (c.duration, c.cpus, c.seed) = (span.filter(|&d| d > 0), Some(cpus), common.seed);
+    let w = match load_workload(&c) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("schedlab: compare: no simulated rows of '{line}': {e:#}");
+            return Vec::new();
+        }
+    };
+    let mut models: Vec<&str> = kernel.iter().filter_map(|(l, _)| program::model_of(l)).collect();
+    models.dedup();
+    let mut rows = Vec::new();
+    for m in models {
+        match crate::simulate::simulate(&w, m) {
+            Ok(mut r) => {
+                r.scheduler = format!("{m} (preset)");
+                rows.push(r);
+            }
+            Err(e) => eprintln!("schedlab: compare: {m} on the preset of '{line}': {e:#}"),
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_schedlab_imitates_gets_its_preset_on_each_kernels_model() {
+        let common = crate::args::common("", &[], 0);
+        let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let a = program::ProgramArgs { program: words("stress-ng --cpu 3 --timeout 60"), ..Default::default() };
+        let kernels = [("eevdf-6.12".to_string(), PathBuf::new()), ("bmq-6.1".to_string(), PathBuf::new())];
+        let rows = preset_rows(&common, &a, &kernels, 2, Some(2_000_000_000));
+        let names: Vec<&str> = rows.iter().map(|r| r.scheduler.as_str()).collect();
+        assert_eq!(names, ["eevdf (preset)", "bmq (preset)"]);
+        assert!(rows.iter().all(|r| r.duration_ns == 2_000_000_000 && r.cpus == 2), "as long as the real run");
+        // A program schedlab does not imitate has none.
+        let a = program::ProgramArgs { program: words("make -j4"), ..Default::default() };
+        assert!(preset_rows(&common, &a, &kernels, 2, None).is_empty());
+    }
 }
