@@ -1,6 +1,7 @@
 //! What kernel this is: release, HZ, preemption model and the scheduler
 //! tunables that can be read, for the host row of a comparison.
 
+use schedlab_sim::report::HostInfo;
 use std::io::Read;
 
 pub struct KernelInfo {
@@ -59,6 +60,25 @@ fn preempt_from_version() -> Option<String> {
         }
         .to_string(),
     )
+}
+
+impl KernelInfo {
+    /// This kernel as a report's `host`: where it ran (`machine`), what
+    /// traced it and what of cgroups it used, and the notes of the run
+    /// (the kernel's own notes are the caller's to add).
+    pub fn host_info(&self, machine: &str, tracing: String, cgroups: String, notes: Vec<String>) -> HostInfo {
+        HostInfo {
+            kernel_release: self.release.clone(),
+            machine: machine.into(),
+            hz: self.hz,
+            preempt: self.preempt.clone(),
+            clocksource: self.clocksource.clone(),
+            tracing,
+            cgroups,
+            notes,
+            decisions: None,
+        }
+    }
 }
 
 pub fn read() -> KernelInfo {

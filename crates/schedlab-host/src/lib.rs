@@ -38,7 +38,6 @@ pub use measure::{
 pub use record::{Recording, record};
 
 use measure::*;
-use schedlab_sim::report::HostInfo;
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{Nanos, Report, Workload};
 use std::sync::atomic::Ordering;
@@ -166,17 +165,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         stop,
         &stat0,
         &stat1,
-        HostInfo {
-            kernel_release: kernel.release.clone(),
-            machine: "this machine".into(),
-            hz: kernel.hz,
-            preempt: kernel.preempt.clone(),
-            clocksource: kernel.clocksource.clone(),
-            tracing: tracing_state,
-            cgroups: cgroups_state,
-            notes,
-            decisions: None,
-        },
+        kernel.host_info("this machine", tracing_state, cgroups_state, notes),
         kernel.tunables.clone(),
     );
     warnings.extend(foreign);

@@ -18,7 +18,6 @@
 //! waitpid meanwhile: it takes no CPU from the programs it measures.
 
 use schedlab_sim::Report;
-use schedlab_sim::report::HostInfo;
 use schedlab_sim::report::recorded::{self, RecordedRun};
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -238,17 +237,13 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
         workload: job.programs.iter().map(command).collect::<Vec<_>>().join(" + "),
         hz: kernel.hz.unwrap_or(0),
         tunables: kernel.tunables.clone(),
-        host: Some(HostInfo {
-            kernel_release: kernel.release.clone(),
-            machine: String::new(),
-            hz: kernel.hz,
-            preempt: kernel.preempt.clone(),
-            clocksource: kernel.clocksource.clone(),
-            tracing: "tracefs instance, every task (record-tgid)".into(),
-            cgroups: "not used: a real program".into(),
+        // The machine is the caller's to name (QEMU's accelerator, vCPUs).
+        host: Some(kernel.host_info(
+            "",
+            "tracefs instance, every task (record-tgid)".into(),
+            "not used: a real program".into(),
             notes,
-            decisions: None,
-        }),
+        )),
         ..Report::default()
     };
     let run = RecordedRun { roots: groups.clone(), from, to, nr_cpus: nr_cpus as u32 };

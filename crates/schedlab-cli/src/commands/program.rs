@@ -248,17 +248,12 @@ pub(crate) fn run_host(a: &ProgramArgs) -> Result<(Report, i32)> {
         workload: programs[0].join(" "),
         hz: kernel.hz.unwrap_or(0),
         tunables: kernel.tunables.clone(),
-        host: Some(schedlab_sim::report::HostInfo {
-            kernel_release: kernel.release.clone(),
-            machine: "this machine".into(),
-            hz: kernel.hz,
-            preempt: kernel.preempt.clone(),
-            clocksource: kernel.clocksource.clone(),
-            tracing: "tracefs instance, every task".into(),
-            cgroups: "not used: a real program".into(),
-            notes: kernel.notes.clone(),
-            decisions: None,
-        }),
+        host: Some(kernel.host_info(
+            "this machine",
+            "tracefs instance, every task".into(),
+            "not used: a real program".into(),
+            kernel.notes.clone(),
+        )),
         ..Report::default()
     };
     let run = RecordedRun { roots: vec![rec.pid], from: rec.started, to: rec.ended, nr_cpus: cpus };
