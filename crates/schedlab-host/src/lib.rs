@@ -36,6 +36,8 @@ pub use measure::{
     CPU_BEFORE_START_P50, TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
 };
 pub use record::{Recording, record};
+/// CLOCK_MONOTONIC in ns, the clock of the traces schedlab takes.
+pub use sys::now as monotonic_now;
 
 use measure::*;
 use schedlab_sim::workload::SchedPolicy;

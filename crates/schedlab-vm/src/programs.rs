@@ -101,13 +101,6 @@ const EVENTS: [&str; 10] = [
     "timer/hrtimer_expire_entry",
 ];
 
-fn monotonic() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn signal_group(pid: u32, sig: libc::c_int) {
     // SAFETY: each program leads a process group of its own, made here.
     unsafe { libc::killpg(pid as libc::pid_t, sig) };
@@ -130,7 +123,7 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
     let tracer = schedlab_host::tracing::Tracer::with_events(nr_cpus, &EVENTS, "the trace of the programs", false)?;
     tracer.set_option("record-tgid", true)?;
     tracer.set_on(true);
-    let from = monotonic();
+    let from = schedlab_host::monotonic_now();
     let mut children = Vec::new();
     for (i, argv) in job.programs.iter().enumerate() {
         let out = std::fs::File::create(format!("/tmp/schedlab-program-{i}.out")).map_err(|e| e.to_string())?;
@@ -170,7 +163,7 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
     let watchdog = std::thread::spawn(move || -> Option<u64> {
         match done_rx.recv_timeout(timeout) {
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let at = monotonic();
+                let at = schedlab_host::monotonic_now();
                 for &g in &watched {
                     signal_group(g, libc::SIGTERM);
                 }
@@ -185,7 +178,7 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
         }
     });
     let first_status = children[0].wait().map_err(|e| format!("waiting for {}: {e}", job.programs[0][0]))?;
-    let mut to = monotonic();
+    let mut to = schedlab_host::monotonic_now();
     let _ = done_tx.send(());
     let timed_out_at = watchdog.join().unwrap_or(None);
     if let Some(at) = timed_out_at {
