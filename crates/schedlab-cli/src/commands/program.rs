@@ -106,8 +106,8 @@ pub(crate) fn model_row(result: &ProgramsResult, label: &str) -> Result<Option<R
     use schedlab_sim::formats::trace_out::{PID_BASE, TraceFormat, TraceWriter};
     let (Some(text), Some(model)) = (&result.trace, model_of(label)) else { return Ok(None) };
     let ov = schedlab_sim::Overrides { cpus: Some(result.report.cpus), ..Default::default() };
-    let (w, _) = schedlab_sim::formats::replay::workload_from_trace(text, label, &ov)?;
-    let t0 = recorded::parse(text).map_err(|e| anyhow!("{label}: {e}"))?.sched_span().map_or(0, |s| s.0);
+    let (w, recording) = schedlab_sim::formats::replay::workload_from_trace(text, label, &ov)?;
+    let t0 = recording.start;
     let mut buf = Vec::new();
     {
         let mut writer = TraceWriter::new(&w, Box::new(&mut buf), TraceFormat::Ftrace);

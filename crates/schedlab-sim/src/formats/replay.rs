@@ -40,6 +40,8 @@ pub struct Recorded {
     /// Task name (as in the replayed workload) and CPU time in the trace.
     pub cpu_time: Vec<(String, Nanos)>,
     pub events: usize,
+    /// The first sched event's time on the trace's clock: the replay's 0.
+    pub start: Nanos,
     pub duration: Nanos,
     pub cpus: u32,
 }
@@ -155,7 +157,7 @@ pub fn workload_from_trace(text: &str, origin: &str, ov: &Overrides) -> Result<(
         },
     )
     .map_err(|m| err(0, m))?;
-    Ok((w, Recorded { cpu_time: recorded, events: events.len(), duration: end - t0, cpus: max_cpu + 1 }))
+    Ok((w, Recorded { cpu_time: recorded, events: events.len(), start: t0, duration: end - t0, cpus: max_cpu + 1 }))
 }
 
 /// A line of the trace (0: the whole trace) and what is wrong there.
