@@ -215,8 +215,14 @@ fn preset_rows(
             return Vec::new();
         }
     };
-    let mut models: Vec<&str> = kernel.iter().filter_map(|(l, _)| program::model_of(l)).collect();
-    models.dedup();
+    // Each model once, in the kernels' order (bmq-6.1 and bmq-6.12 both
+    // have bmq's, wherever they stand in --kernel).
+    let mut models: Vec<&str> = Vec::new();
+    for m in kernel.iter().filter_map(|(l, _)| program::model_of(l)) {
+        if !models.contains(&m) {
+            models.push(m);
+        }
+    }
     let mut rows = Vec::new();
     for m in models {
         match crate::simulate::simulate(&w, m) {
@@ -239,7 +245,8 @@ mod tests {
         let common = crate::args::common("", &[], 0);
         let words = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
         let a = program::ProgramArgs { program: words("stress-ng --cpu 3 --timeout 60"), ..Default::default() };
-        let kernels = [("eevdf-6.12".to_string(), PathBuf::new()), ("bmq-6.1".to_string(), PathBuf::new())];
+        // scx-6.12 runs EEVDF too: its preset is eevdf's, not a second row.
+        let kernels = ["eevdf-6.12", "bmq-6.1", "scx-6.12"].map(|k| (k.to_string(), PathBuf::new()));
         let rows = preset_rows(&common, &a, &kernels, 2, Some(2_000_000_000));
         let names: Vec<&str> = rows.iter().map(|r| r.scheduler.as_str()).collect();
         assert_eq!(names, ["eevdf (preset)", "bmq (preset)"]);
