@@ -508,3 +508,29 @@ fn list_shows_each_scenarios_parameters() {
     assert!(after("thread-test").trim() == "parameters (--param NAME=N), by default: threads=8", "{list}");
     assert!(after("make-j").contains("jobs=8"), "{list}");
 }
+
+#[test]
+fn a_program_on_this_machine_counts_the_processes_it_forks() {
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        skip("tracefs is not mounted");
+        return;
+    }
+    // Three forked shells that spin, as hackbench's and make's children
+    // do: the recording follows the forks, so their CPU is the program's,
+    // not "other processes".
+    let script = "for k in 1 2 3; do (i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done) & done; wait";
+    let out = schedlab(&["compare", "--host", "--json", "--", "sh", "-c", script]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("run as root") {
+        skip(&err);
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let tasks = reports[0]["tasks"].as_array().expect("tasks");
+    let spinners: Vec<u64> =
+        tasks.iter().skip(1).filter_map(|t| t["cpu_time_ns"].as_u64()).filter(|&ns| ns > 10_000_000).collect();
+    assert_eq!(tasks.len(), 4, "the shell and its three children: {tasks:#?}");
+    assert_eq!(spinners.len(), 3, "each child spun for its own CPU time: {tasks:#?}");
+    assert_eq!(reports[0]["specs"][0]["tasks"], 4, "grouped under the shell's process: {}", reports[0]["specs"]);
+}

@@ -30,11 +30,25 @@ fn event_path(ev: &str) -> String {
 }
 
 const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
-/// `schedlab record` adds sched_waking, printed in the waker's context
-/// (how a replay learns who woke whom), and sched_process_exec, which
-/// renames a task (`sh` becoming `gzip`).
-pub const RECORD_EVENTS: [&str; 6] =
-    ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task", "sched_process_exec"];
+/// A recorded program (`schedlab record`, a real program in a guest or on
+/// this machine) adds sched_waking, printed in the waker's context (how a
+/// replay learns who woke whom), the process events (fork makes a child
+/// part of the program that forked it: hackbench's and make's processes;
+/// exec renames a task, `sh` becoming `gzip`) and the hrtimer events that
+/// say when a sleep was due (cyclictest's latency). Traced with
+/// record-tgid, so each line names its process.
+pub const PROGRAM_EVENTS: [&str; 10] = [
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup",
+    "sched_wakeup_new",
+    "sched_migrate_task",
+    "sched_process_fork",
+    "sched_process_exec",
+    "sched_process_exit",
+    "timer/hrtimer_start",
+    "timer/hrtimer_expire_entry",
+];
 /// The hrtimer events of [`TimerLateness`], traced where the kernel has
 /// both.
 const TIMER_EVENTS: [&str; 2] = ["timer/hrtimer_start", "timer/hrtimer_expire_entry"];

@@ -86,21 +86,6 @@ pub struct ProgramsResult {
     pub window: (u64, u64),
 }
 
-/// What the trace records: the sched events, and the hrtimer events that
-/// say when a sleep was due (cyclictest's latency).
-const EVENTS: [&str; 10] = [
-    "sched_switch",
-    "sched_waking",
-    "sched_wakeup",
-    "sched_wakeup_new",
-    "sched_migrate_task",
-    "sched_process_fork",
-    "sched_process_exec",
-    "sched_process_exit",
-    "timer/hrtimer_start",
-    "timer/hrtimer_expire_entry",
-];
-
 fn signal_group(pid: u32, sig: libc::c_int) {
     // SAFETY: each program leads a process group of its own, made here.
     unsafe { libc::killpg(pid as libc::pid_t, sig) };
@@ -120,7 +105,12 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
     let kernel = schedlab_host::info::read();
     // SAFETY: sysconf has no side effects.
     let nr_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    let tracer = schedlab_host::tracing::Tracer::with_events(nr_cpus, &EVENTS, "the trace of the programs", false)?;
+    let tracer = schedlab_host::tracing::Tracer::with_events(
+        nr_cpus,
+        &schedlab_host::tracing::PROGRAM_EVENTS,
+        "the trace of the programs",
+        false,
+    )?;
     tracer.set_option("record-tgid", true)?;
     tracer.set_on(true);
     let from = schedlab_host::monotonic_now();

@@ -246,7 +246,22 @@ pub fn report(parsed: &Parsed, run: &RecordedRun, head: Report) -> Report {
                 // the trace last saw switched in; before the CPU's first
                 // switch, prev's since the trace began.
                 let first = !std::mem::replace(&mut seen[cpu], true);
-                let current = on_cpu[cpu].take().or((first && *prev_pid != 0).then_some((*prev_pid, from)));
+                let mut current = on_cpu[cpu].take().or((first && *prev_pid != 0).then_some((*prev_pid, from)));
+                // A task leaving a CPU the trace last saw idle was switched
+                // in without a sched_switch: this machine's 6.18 kernel
+                // leaves out some idle-to-task switches (cyclictest's main
+                // thread, woken by its timer on an idle CPU: 9 of 54
+                // switch-ins traced). It ran from its wakeup, since the
+                // CPU had nothing else; how long it waited is not known.
+                if let Some((0, idle_since)) = current
+                    && *prev_pid != 0
+                {
+                    let woken = tasks.get_mut(prev_pid).and_then(|t| {
+                        t.woken_at = None;
+                        t.runnable_since.take()
+                    });
+                    current = Some((*prev_pid, woken.map_or(idle_since, |w| w.max(idle_since))));
+                }
                 if let Some((pid, since)) = current {
                     let ran = overlap(since, ev.ts);
                     if is_ours(&ours, pid) {
@@ -538,6 +553,41 @@ mod tests {
         assert_eq!((c.wakeups, c.wakeup_latency_max_ns), (2, Some(100_000)));
         assert_eq!(c.wakeup_latency_avg_ns, Some((100_000 + 30_000) / 2));
         assert_eq!(c.run_delay_ns, 48_000 + 30_000, "runnable from the waking on");
+    }
+
+    #[test]
+    fn a_switch_in_the_trace_left_out_costs_neither_the_time_nor_later_wakeups() {
+        // As this machine's 6.18 kernel traced cyclictest's main thread:
+        // woken by its timer on an idle CPU, switched in without a
+        // sched_switch, seen again only leaving the CPU.
+        let mut t = String::from("# tracer: nop\n");
+        let sw = |ts: &str, prev: (&str, u32, &str), next: (&str, u32)| {
+            format!(
+                "  {}-{} [001] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
+                 next_comm={} next_pid=120 next_prio=120\n",
+                prev.0, prev.1, prev.0, prev.1, prev.2, next.0
+            )
+            .replace("next_pid=120", &format!("next_pid={}", next.1))
+        };
+        let wake =
+            |ts: &str| format!("  <idle>-0 [001] d.h3. {ts}: sched_waking: comm=main pid=20 prio=120 target_cpu=001\n");
+        t += &sw("1.000000", ("swapper/1", 0, "R"), ("main", 20));
+        t += &sw("1.000100", ("main", 20, "S"), ("swapper/1", 0));
+        t += &wake("1.010000");
+        // The switch-in at about 1.010010 is missing.
+        t += &sw("1.010040", ("main", 20, "S"), ("swapper/1", 0));
+        t += &wake("1.020000");
+        t += &sw("1.020010", ("swapper/1", 0, "R"), ("main", 20));
+        t += &sw("1.020040", ("main", 20, "S"), ("swapper/1", 0));
+        let parsed = parse(&t).unwrap();
+        let run = RecordedRun { roots: vec![20], from: 1_000_000_000, to: 1_030_000_000, nr_cpus: 2 };
+        let r = report(&parsed, &run, Report::default());
+        let m = &r.tasks[0];
+        assert_eq!(m.cpu_time_ns, 100_000 + 40_000 + 30_000, "from the wakeup whose switch-in is missing");
+        // The later wakeup is measured; the one without its switch-in is
+        // not guessed.
+        assert_eq!((m.wakeups, m.wakeup_latency_max_ns), (1, Some(10_000)));
+        assert_eq!(m.voluntary_switches, 3);
     }
 
     #[test]
