@@ -200,6 +200,11 @@ pub(crate) enum Command {
         /// instead of booting the kernels again (after a model change).
         #[arg(long)]
         reuse_real: bool,
+        /// Hold each preset (stress-ng, cyclictest, hackbench, perf bench
+        /// sched) against the real tool in each kernel instead, and write
+        /// that section of validation.md (about 4 minutes a kernel).
+        #[arg(long)]
+        tools: bool,
         /// Set a tunable in the simulations only (the kernels keep theirs),
         /// to see what the real figures say of a change.
         #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_kv)]

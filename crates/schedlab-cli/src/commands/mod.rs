@@ -70,7 +70,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
             vm,
             jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         }),
-        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, set } => {
+        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, tools, set } => {
             validate::run(validate::Options {
                 out: out.unwrap_or_else(validate::default_out),
                 kernels: kernels.unwrap_or_else(validate::default_kernels),
@@ -79,6 +79,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
                 sched,
                 accel,
                 reuse: reuse_real,
+                tools,
                 set,
             })
         }

@@ -10,17 +10,52 @@
 //! What each tool's threads do follows its source (stress-ng 0.15,
 //! rt-tests 2.x cyclictest, hackbench of rt-tests, perf 6.x bench/sched-*,
 //! lmbench 3 lat_ctx): who waits on whom and how often. The CPU each
-//! message or wakeup costs the task itself is an estimate stated below
-//! (MSG_COST, CYCLIC_WORK), not a measurement of this machine.
+//! message or cycle costs the task itself ([`ToolCosts`]) is measured: on
+//! this hardware by default, and in each guest kernel by `schedlab validate
+//! --tools`, which holds each preset against the real tool.
 
+use crate::Nanos;
 use std::fmt::Write;
 
-/// CPU time of one write or read of a small message (a syscall and a copy
-/// of hackbench's 100 bytes) in the tasks' own time, an estimate.
-const MSG_COST: &str = "2us";
-/// What a cyclictest thread does per wakeup besides sleeping: read the
-/// clock, compute the latency, update its statistics.
-const CYCLIC_WORK: &str = "2us";
+/// The CPU time a tool's task spends per unit of its work, besides what
+/// the machine's costs charge (the switch, the timer's wakeup).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ToolCosts {
+    /// One write or one read of a small message through a pipe
+    /// (hackbench's 100 bytes; perf bench sched's pipe and messaging).
+    pub message: Nanos,
+    /// What a cyclictest thread does per cycle once its timer has woken
+    /// it: read the clock, compute the latency, update its statistics, arm
+    /// the next sleep.
+    pub cycle: Nanos,
+}
+
+impl ToolCosts {
+    /// This hardware's, measured with the real tools on this machine
+    /// (Debian's rt-tests 2.4 on Linux 6.18, 2 CPUs) by `schedlab compare
+    /// --host --json -- TOOL` and [`ToolCosts::from_message_run`] /
+    /// [`ToolCosts::from_cycle_run`] with the default costs:
+    /// `hackbench -p -g 2 -f 5 -l 2000`: its 20 workers took 63-68 ms for
+    /// 100,000 writes and 100,000 reads, in 3,200-4,000 switches (2 us
+    /// each): 0.29 us a message; `cyclictest -t1 -p80 -i1000 -l3000 -q`:
+    /// its thread took 29.4-29.6 ms in 3,000 cycles: 9.8 us a cycle (a
+    /// guest's hrtimer is programmed through its hypervisor).
+    pub const MEASURED: ToolCosts = ToolCosts { message: 300, cycle: 9_800 };
+
+    /// The CPU a message cost a run of MESSAGES messages (each one write
+    /// and one read), from its workers' CPU time and switches less the
+    /// `context_switch` cost the simulation charges each switch-in.
+    pub fn from_message_run(worker_cpu: Nanos, worker_switches: u64, messages: u64, context_switch: Nanos) -> Nanos {
+        worker_cpu.saturating_sub(worker_switches * context_switch) / (2 * messages).max(1)
+    }
+
+    /// The CPU a cycle cost a cyclictest thread, less the `timer_wakeup`
+    /// cost the simulation charges a task its timer woke.
+    pub fn from_cycle_run(thread_cpu: Nanos, cycles: u64, timer_wakeup: Nanos) -> Nanos {
+        (thread_cpu / cycles.max(1)).saturating_sub(timer_wakeup)
+    }
+}
+
 /// Duration of a run whose tool has no end of its own and no flag for one.
 pub const DEFAULT_DURATION: &str = "5s";
 
@@ -54,7 +89,7 @@ impl<'a> Args<'a> {
                     self.words.drain(i..=i + 1);
                     return Ok(Some(v));
                 }
-                if let Some(v) = w.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                if let Some(v) = w.strip_prefix(n).and_then(|r| r.strip_prefix('=')).or_else(|| attached(w, n)) {
                     self.words.remove(i);
                     return Ok(Some(v));
                 }
@@ -74,7 +109,7 @@ impl<'a> Args<'a> {
                     self.words.drain(i..i + 1 + v.is_some() as usize);
                     return Some(v);
                 }
-                if let Some(v) = w.strip_prefix(n).and_then(|r| r.strip_prefix('=')) {
+                if let Some(v) = w.strip_prefix(n).and_then(|r| r.strip_prefix('=')).or_else(|| attached(w, n)) {
                     self.words.remove(i);
                     return Some(Some(v));
                 }
@@ -107,6 +142,13 @@ impl<'a> Args<'a> {
             Some(w) => Err(format!("{}: '{w}' is not a flag schedlab models; it knows {known}", self.tool)),
         }
     }
+}
+
+/// The value of a short flag written against it, as getopt reads
+/// `cyclictest -t1 -p80 -i1000`: `-t1` is `-t 1`.
+fn attached<'a>(word: &'a str, name: &str) -> Option<&'a str> {
+    let short = name.len() == 2 && name.starts_with('-') && !name.starts_with("--");
+    word.strip_prefix(name).filter(|v| short && !v.is_empty() && !v.starts_with('='))
 }
 
 /// A duration flag of a tool: stress-ng's and cyclictest's "60", "60s",
@@ -152,7 +194,7 @@ fn stress_ng(mut a: Args, cpus: u32) -> Result<Part, String> {
     Ok(Part { tasks, duration, finite: false })
 }
 
-fn cyclictest(mut a: Args, cpus: u32) -> Result<Part, String> {
+fn cyclictest(mut a: Args, cpus: u32, costs: &ToolCosts) -> Result<Part, String> {
     let smp = a.switch(&["--smp", "-S"]);
     let threads = match a.optional(&["-t", "--threads"]) {
         None if smp => cpus as u64,
@@ -182,7 +224,7 @@ fn cyclictest(mut a: Args, cpus: u32) -> Result<Part, String> {
         Some(Some(cpu)) => format!("affinity = \"{cpu}\"\n"),
     };
     let policy = if priority > 0 { format!("policy = \"fifo\"\nrt_priority = {priority}\n") } else { String::new() };
-    let body = format!("{{ timer = \"{interval}us\" }}, {{ run = \"{CYCLIC_WORK}\" }}");
+    let body = format!("{{ timer = \"{interval}us\" }}, {{ run = \"{}ns\" }}", costs.cycle.max(1));
     let (program, finite) = if loops > 0 {
         (format!("[ {{ loop = {loops}, body = [ {body} ] }} ]"), true)
     } else {
@@ -197,7 +239,8 @@ fn cyclictest(mut a: Args, cpus: u32) -> Result<Part, String> {
 /// senders and FDS receivers; every sender writes LOOPS messages to each
 /// receiver of its group, every receiver reads FDS x LOOPS. All start
 /// together and the run ends when the last receiver is done.
-fn messaging(tool: &str, groups: u64, fds: u64, loops: u64) -> Result<Part, String> {
+fn messaging(tool: &str, groups: u64, fds: u64, loops: u64, costs: &ToolCosts) -> Result<Part, String> {
+    let msg = format!("{}ns", costs.message.max(1));
     if groups == 0 || fds == 0 || loops == 0 {
         return Err(format!("{tool}: groups, fds and loops must be above zero"));
     }
@@ -207,7 +250,7 @@ fn messaging(tool: &str, groups: u64, fds: u64, loops: u64) -> Result<Part, Stri
     let mut t = String::new();
     for g in 0..groups {
         let signals: Vec<String> =
-            (0..fds).map(|r| format!("{{ run = \"{MSG_COST}\" }}, {{ signal = \"g{g}-r{r}\" }}")).collect();
+            (0..fds).map(|r| format!("{{ run = \"{msg}\" }}, {{ signal = \"g{g}-r{r}\" }}")).collect();
         let _ = write!(
             t,
             "[[task]]\nname = \"sender-g{g}\"\ncount = {fds}\nprogram = [ {{ loop = {loops}, body = [ {} ] }}, {{ exit = true }} ]\n",
@@ -216,7 +259,7 @@ fn messaging(tool: &str, groups: u64, fds: u64, loops: u64) -> Result<Part, Stri
         for r in 0..fds {
             let _ = write!(
                 t,
-                "[[task]]\nname = \"receiver-g{g}-r{r}\"\nprogram = [ {{ loop = {}, body = [ {{ wait = \"g{g}-r{r}\" }}, {{ run = \"{MSG_COST}\" }} ] }}, {{ exit = true }} ]\n",
+                "[[task]]\nname = \"receiver-g{g}-r{r}\"\nprogram = [ {{ loop = {}, body = [ {{ wait = \"g{g}-r{r}\" }}, {{ run = \"{msg}\" }} ] }}, {{ exit = true }} ]\n",
                 fds * loops
             );
         }
@@ -224,17 +267,17 @@ fn messaging(tool: &str, groups: u64, fds: u64, loops: u64) -> Result<Part, Stri
     Ok(Part { tasks: t, duration: None, finite: true })
 }
 
-fn hackbench(mut a: Args) -> Result<Part, String> {
+fn hackbench(mut a: Args, costs: &ToolCosts) -> Result<Part, String> {
     let groups = a.number(&["-g", "--groups"], 10, 10_000)?;
     let fds = a.number(&["-f", "--fds"], 20, 10_000)?;
     let loops = a.number(&["-l", "--loops"], 100, 100_000_000)?;
     let _ = a.value(&["-s", "--datasize"])?;
     let _ = a.switch(&["-T", "--threads", "-P", "--process", "-p", "--pipe"]);
     a.done("-g GROUPS, -f FDS, -l LOOPS, -s SIZE, -T/-P, -p")?;
-    messaging("hackbench", groups, fds, loops)
+    messaging("hackbench", groups, fds, loops, costs)
 }
 
-fn perf_bench(mut a: Args) -> Result<Part, String> {
+fn perf_bench(mut a: Args, costs: &ToolCosts) -> Result<Part, String> {
     let kind = (a.words.first().copied(), a.words.get(1).copied(), a.words.get(2).copied());
     if kind.0 != Some("bench") || kind.1 != Some("sched") {
         return Err("perf: schedlab models `perf bench sched messaging` and `perf bench sched pipe`".into());
@@ -248,13 +291,13 @@ fn perf_bench(mut a: Args) -> Result<Part, String> {
             let _ = a.switch(&["-t", "--thread", "-p", "--pipe"]);
             a.done("-g GROUPS, -l LOOPS, -t, -p")?;
             // perf's messaging has hackbench's 20 senders and receivers.
-            messaging("perf bench sched messaging", groups, 20, loops)
+            messaging("perf bench sched messaging", groups, 20, loops, costs)
         }
         "pipe" => {
             let loops = a.number(&["-l", "--loop"], 1_000_000, 100_000_000)?;
             let _ = a.switch(&["-T", "--threaded"]);
             a.done("-l LOOPS, -T")?;
-            Ok(ring("perf-pipe", 2, loops, MSG_COST))
+            Ok(ring("perf-pipe", 2, loops, &format!("{}ns", costs.message.max(1))))
         }
         other => Err(format!("perf bench sched {other}: schedlab models messaging and pipe")),
     }
@@ -297,8 +340,15 @@ fn lat_ctx(mut a: Args) -> Result<Part, String> {
     Ok(ring("lat_ctx", n, 0, &format!("{}ns", 1000 + kb * 100)))
 }
 
-/// The workload TOML for a preset command line on a machine of `cpus`.
+/// The workload TOML for a preset command line on a machine of `cpus`,
+/// with this hardware's tool costs.
 pub fn toml(text: &str, cpus: u32) -> Result<String, String> {
+    toml_with(text, cpus, &ToolCosts::MEASURED)
+}
+
+/// The workload TOML for a preset command line with the tools' costs of
+/// another machine (a guest kernel's, measured by validate).
+pub fn toml_with(text: &str, cpus: u32, costs: &ToolCosts) -> Result<String, String> {
     let mut parts = Vec::new();
     for command in text.split(" + ") {
         let words: Vec<&str> = command.split_whitespace().collect();
@@ -308,9 +358,9 @@ pub fn toml(text: &str, cpus: u32) -> Result<String, String> {
         let a = Args { tool, words: rest.to_vec() };
         parts.push(match tool {
             "stress-ng" => stress_ng(a, cpus)?,
-            "cyclictest" => cyclictest(a, cpus)?,
-            "hackbench" => hackbench(a)?,
-            "perf" => perf_bench(a)?,
+            "cyclictest" => cyclictest(a, cpus, costs)?,
+            "hackbench" => hackbench(a, costs)?,
+            "perf" => perf_bench(a, costs)?,
             "lat_ctx" => lat_ctx(a)?,
             other => return Err(format!("'{other}' is not a tool schedlab models: {}", TOOLS.join(", "))),
         });
@@ -410,6 +460,20 @@ mod tests {
         assert_eq!(load("lat_ctx -s 0 2", 2).initial_tasks(), 2);
         let w = load("cyclictest --smp -i 1000 + stress-ng --cpu 6", 2);
         assert_eq!((w.tasks.len(), w.initial_tasks()), (2, 8));
+        // Short flags with their values against them, as getopt reads them.
+        let w = load("cyclictest -t2 -p80 -i1000 -D5", 4);
+        assert_eq!((w.initial_tasks(), w.duration), (2, 5_000_000_000));
+        assert!(w.tasks[0].policy.is_rt());
+        assert_eq!(load("hackbench -p -g2 -f3 -l10", 2).initial_tasks(), 2 * 3 * 2);
+    }
+
+    #[test]
+    fn the_tools_costs_are_the_ones_given() {
+        let costs = ToolCosts { message: 1_234, cycle: 56_789 };
+        let text = toml_with("hackbench -g 1 -f 1 -l 1 + cyclictest -l 1", 2, &costs).unwrap();
+        assert!(text.contains("run = \"1234ns\"") && text.contains("run = \"56789ns\""), "{text}");
+        let measured = toml("cyclictest -l 1", 2).unwrap();
+        assert!(measured.contains(&format!("run = \"{}ns\"", ToolCosts::MEASURED.cycle)), "{measured}");
     }
 
     #[test]
@@ -422,6 +486,8 @@ mod tests {
         assert!(err("perf bench sched numa").contains("messaging and pipe"));
         assert!(err("lat_ctx").contains("number of processes"));
         assert!(err("stress-ng --cpu 4 --timeout 1y").contains("1s to 78h"));
+        assert!(err("cyclictest -x1").contains("'-x1' is not a flag"));
+        assert!(err("cyclictest -i0").contains("above zero"));
         assert!(is_preset("hackbench -g 1") && !is_preset("thread-test"));
     }
 }

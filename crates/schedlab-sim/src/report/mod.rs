@@ -189,7 +189,7 @@ pub struct HistSummary {
     pub buckets: Vec<Log2Bucket>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct TaskReport {
     pub name: String,
     /// Index of the \[\[task\]\] entry it came from.
@@ -210,7 +210,7 @@ pub struct TaskReport {
 }
 
 /// Per \[\[task\]\] entry: the tasks it made, taken together.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct SpecReport {
     pub name: String,
     pub tasks: u64,

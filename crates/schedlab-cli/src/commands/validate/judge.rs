@@ -278,13 +278,19 @@ pub(super) enum Outcome {
 /// explained when the simulation with the guest's costs is within
 /// tolerance (or, cost-bound on both sides, no longer comparable).
 pub(super) fn outcome(row: &Row, key: &str) -> Outcome {
+    outcome_of(&row.sim, &row.guest, &row.real, row.secs, key)
+}
+
+/// A figure's outcome from the figures of both simulations and the real
+/// runs, `secs` long.
+pub(super) fn outcome_of(sim: &[Figure], guest: &[Figure], real: &[Figure], secs: f64, key: &str) -> Outcome {
     let find = |v: &[Figure]| v.iter().find(|f| f.key == key).cloned();
-    let (sim, guest, real) = (find(&row.sim), find(&row.guest), find(&row.real));
+    let (sim, guest, real) = (find(sim), find(guest), find(real));
     let Some(kind) = sim.as_ref().or(real.as_ref()).map(|f| f.kind) else { return Outcome::Unexplained };
-    match judge(kind, sim.as_ref(), real.as_ref(), row.secs).1 {
+    match judge(kind, sim.as_ref(), real.as_ref(), secs).1 {
         Verdict::Within => Outcome::Within,
         Verdict::NotCompared => Outcome::NotCompared,
-        Verdict::Outside => match judge(kind, guest.as_ref(), real.as_ref(), row.secs).1 {
+        Verdict::Outside => match judge(kind, guest.as_ref(), real.as_ref(), secs).1 {
             Verdict::Within | Verdict::NotCompared => Outcome::Explained,
             Verdict::Outside => Outcome::Unexplained,
         },

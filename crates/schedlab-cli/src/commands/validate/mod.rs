@@ -21,6 +21,8 @@
 //! Which kernel a policy is checked against is `PolicyInfo::kernel`; the
 //! kernels are ../shared/kernels/NAME.bzImage unless --kernels says where.
 //!
+//! `--tools` holds the presets against the real tools instead ([`tools`]).
+//!
 //! The files: [`experiments`] what runs, [`judge`] how a figure is read and
 //! judged, open.toml (read by [`open`]) what is known of each open
 //! difference, [`guest`] the real side (calibration, kept runs, disturbed
@@ -33,6 +35,7 @@ mod judge;
 mod open;
 mod page;
 mod start;
+mod tools;
 
 use crate::args::HostArgs;
 use crate::commands::vm::{self, VmArgs};
@@ -61,6 +64,9 @@ pub struct Options {
     /// Read the real runs kept by an earlier validate in `out` instead of
     /// booting the kernels again.
     pub reuse: bool,
+    /// Hold the presets against the real tools they imitate ([`tools`])
+    /// instead of running the experiments.
+    pub tools: bool,
 }
 
 pub fn default_out() -> PathBuf {
@@ -115,6 +121,9 @@ fn simulate_decisions(w: &Workload, sched: &str) -> Result<Decisions> {
 }
 
 pub fn run(opts: Options) -> Result<()> {
+    if opts.tools {
+        return tools::run(&opts);
+    }
     let runs = opts.runs.unwrap_or(if opts.quick { 1 } else { 3 });
     if !(1..=20).contains(&runs) {
         bail!("--runs {runs}: give from 1 to 20 runs per figure");
@@ -148,6 +157,12 @@ pub fn run(opts: Options) -> Result<()> {
     }
     let stale = stale_open_entries(&checked);
     let md = opts.out.join("validation.md");
+    // The presets' section is measured by `validate --tools` alone.
+    let old = std::fs::read_to_string(&md).unwrap_or_default();
+    let text = match tools::kept_section(&old) {
+        Some(section) => tools::with_section(&text, section),
+        None => text,
+    };
     std::fs::write(&md, text).with_context(|| format!("cannot write {}", md.display()))?;
     eprintln!(
         "schedlab: wrote {} ({} policies, {} experiments, {} runs each, {:.0} s)",
