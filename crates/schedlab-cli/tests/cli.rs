@@ -534,3 +534,59 @@ fn a_program_on_this_machine_counts_the_processes_it_forks() {
     assert_eq!(spinners.len(), 3, "each child spun for its own CPU time: {tasks:#?}");
     assert_eq!(reports[0]["specs"][0]["tasks"], 4, "grouped under the shell's process: {}", reports[0]["specs"]);
 }
+
+#[test]
+fn replay_reads_a_perf_data_file_through_perf_script() {
+    let perf_runs = Command::new("perf").arg("version").output().is_ok_and(|o| o.status.success());
+    if !perf_runs {
+        // CI installs Debian's linux-perf (.ci/run).
+        assert!(std::env::var_os("CI").is_none(), "CI must run the perf.data test, but perf is not installed");
+        skip("perf is not installed (apt install linux-perf)");
+        return;
+    }
+    let data =
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{}.perf.data", std::process::id()));
+    let events =
+        "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,sched:sched_migrate_task";
+    // Two shells that spin, one a child of the other.
+    let script =
+        "(i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done) & i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; wait";
+    let rec = Command::new("perf")
+        .args(["record", "-q", "-a", "-e", events, "-o", data.to_str().unwrap(), "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    if !rec.status.success() {
+        let err = String::from_utf8_lossy(&rec.stderr).to_string();
+        let _ = std::fs::remove_file(&data);
+        // perf_event_paranoid or a container without the tracepoints.
+        assert!(std::env::var_os("CI").is_none(), "CI must run the perf.data test, but perf record failed: {err}");
+        skip(&format!("perf record cannot record sched tracepoints here: {err}"));
+        return;
+    }
+    let out = schedlab(&["replay", data.to_str().unwrap(), "--sched", "eevdf", "--json"]);
+    let _ = std::fs::remove_file(&data);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(reports[0]["source"], "recorded", "the recording's own row first");
+    let shells: Vec<u64> = reports[0]["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("sh-")))
+        .filter_map(|t| t["cpu_time_ns"].as_u64())
+        .filter(|&ns| ns > 5_000_000)
+        .collect();
+    assert_eq!(shells.len(), 2, "both spinning shells, with their CPU time: {}", reports[0]["tasks"]);
+    assert_eq!(reports[1]["scheduler"], "eevdf");
+}
+
+#[test]
+fn a_binary_file_that_is_not_a_trace_is_named_with_what_replay_takes() {
+    let elf = temp_file("not-a-trace.bin", "");
+    std::fs::write(&elf, b"\x7fELF\x02\x01\x01\0\0\0\0\0").unwrap();
+    fails_with(&["replay", elf.to_str().unwrap()], "is a binary file, not a trace replay reads");
+    let pf = temp_file("x.perfetto-trace", "");
+    std::fs::write(&pf, b"\x0a\x10\x00\x01\x02").unwrap();
+    fails_with(&["replay", pf.to_str().unwrap()], "traceconv systrace");
+}

@@ -2,6 +2,7 @@
 //! them.
 
 pub(crate) mod bench;
+pub(crate) mod binary_trace;
 pub(crate) mod calibrate;
 pub(crate) mod compare;
 pub(crate) mod experiments;

@@ -11,8 +11,12 @@ use schedlab_sim::report::recorded;
 use std::path::Path;
 
 pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool, trace_out: Option<&Path>) -> Result<()> {
-    let text = schedlab_sim::formats::input::read_input_file(std::path::Path::new(&common.workload), "trace")
-        .map_err(|e| anyhow!("{e} (replay takes the path of a recorded trace)"))?;
+    let path = Path::new(&common.workload);
+    let text = match path.is_file().then(|| super::binary_trace::text_of(path)).transpose()?.flatten() {
+        Some(text) => text,
+        None => schedlab_sim::formats::input::read_input_file(path, "trace")
+            .map_err(|e| anyhow!("{e} (replay takes the path of a recorded trace)"))?,
+    };
     if !common.param.is_empty() {
         bail!("--param: a trace has no parameters");
     }
