@@ -66,3 +66,81 @@ pub(crate) fn write_html(path: &std::path::Path, page: &str) -> Result<()> {
     eprintln!("schedlab: wrote {}", path.display());
     Ok(())
 }
+
+/// A file a command writes whole or not at all: made before the work (a
+/// typo in -o must not cost a run of minutes), written to a temporary file
+/// beside it and renamed over it once complete, so a failed or stopped
+/// command leaves an existing file as it was and no half-written one. A
+/// device or a FIFO (/dev/null, /dev/stdout) is written in place.
+pub(crate) struct OutputFile {
+    path: std::path::PathBuf,
+    /// The temporary file's path, removed on drop unless committed.
+    temp: Option<tempfile::TempPath>,
+}
+
+impl OutputFile {
+    /// The file to write, and where to write it.
+    pub(crate) fn create(path: &std::path::Path) -> Result<(OutputFile, std::fs::File)> {
+        let shown = path.display();
+        let special = std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir());
+        if special {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .with_context(|| format!("cannot open {shown} for writing"))?;
+            return Ok((OutputFile { path: path.to_path_buf(), temp: None }, file));
+        }
+        if path.is_dir() {
+            anyhow::bail!("{shown} is a directory: give a file's path");
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".part")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create {shown}: check the directory exists and is writable"))?;
+        let (file, temp) = temp.into_parts();
+        Ok((OutputFile { path: path.to_path_buf(), temp: Some(temp) }, file))
+    }
+
+    /// Puts the written file in place; `file` is the handle it was written
+    /// through, flushed and synced here so that a full disk is an error.
+    pub(crate) fn commit(self, file: std::fs::File) -> Result<()> {
+        let shown = self.path.display();
+        if let Some(temp) = self.temp {
+            file.sync_all().with_context(|| format!("cannot write {shown}"))?;
+            temp.persist(&self.path).map_err(|e| anyhow::anyhow!("cannot write {shown}: {}", e.error))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn an_output_file_replaces_the_old_one_only_when_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.trace");
+        std::fs::write(&path, "old").unwrap();
+        // Abandoned: the old file stays, and nothing else is left.
+        let (out, mut file) = OutputFile::create(&path).unwrap();
+        file.write_all(b"half").unwrap();
+        drop((out, file));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "the temporary file is gone");
+        // Committed: the new one in place.
+        let (out, mut file) = OutputFile::create(&path).unwrap();
+        file.write_all(b"new").unwrap();
+        out.commit(file).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert!(OutputFile::create(dir.path()).is_err(), "a directory is refused before the work");
+        assert!(OutputFile::create(&dir.path().join("no/such/dir/x")).is_err());
+    }
+}

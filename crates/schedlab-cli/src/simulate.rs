@@ -93,7 +93,11 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
                 list(&lack),
                 if lack.len() == 1 { "has" } else { "have" },
                 if have.is_empty() {
-                    " (see schedlab list)".to_string()
+                    let all = known.iter().flatten().copied();
+                    match schedlab_sim::names::nearest(tunable, all) {
+                        Some(near) => format!(" (did you mean '{near}'? see schedlab list)"),
+                        None => " (see schedlab list)".to_string(),
+                    }
                 } else {
                     format!(
                         "; {} {}: pass --sched {}",

@@ -68,7 +68,10 @@ fn histograms_print_in_bpftrace_layout() {
 #[test]
 fn bad_input_gets_one_clear_error() {
     fails_with(&["run", "no-such-workload"], "no file, built-in scenario or tool command named 'no-such-workload'");
-    fails_with(&["run", "thread-test", "--sched", "bfs2"], "unknown scheduler 'bfs2': choose one of cfs, eevdf");
+    fails_with(
+        &["run", "thread-test", "--sched", "bfs2"],
+        "unknown scheduler 'bfs2' (did you mean 'bfs'?): choose one of cfs, eevdf",
+    );
     fails_with(&["compare", "thread-test", "--sched", "cfs,nope"], "unknown scheduler 'nope'");
     fails_with(&["run", "thread-test", "--set", "bogus_ns=1"], "unknown tunable 'bogus_ns'");
     fails_with(&["run", "thread-test", "--param", "thraeds=4"], "no parameter named 'thraeds'");
@@ -589,4 +592,54 @@ fn a_binary_file_that_is_not_a_trace_is_named_with_what_replay_takes() {
     let pf = temp_file("x.perfetto-trace", "");
     std::fs::write(&pf, b"\x0a\x10\x00\x01\x02").unwrap();
     fails_with(&["replay", pf.to_str().unwrap()], "traceconv systrace");
+}
+
+#[test]
+fn a_trace_whose_task_names_are_not_utf8_replays_and_a_workload_says_where() {
+    // prctl(PR_SET_NAME) takes any bytes, and tracefs prints them as they
+    // are: one such task must not cost the trace.
+    let mut t = b"# tracer: nop\n".to_vec();
+    for (ts, (prev, prev_pid, state), (next, next_pid)) in [
+        ("1.000000", (&b"swapper/0"[..], 0, "R"), (&b"sp\xffn"[..], 10)),
+        ("1.004000", (&b"sp\xffn"[..], 10, "S"), (&b"swapper/0"[..], 0)),
+        ("1.006000", (&b"swapper/0"[..], 0, "R"), (&b"sp\xffn"[..], 10)),
+        ("1.010000", (&b"sp\xffn"[..], 10, "R"), (&b"swapper/0"[..], 0)),
+    ] {
+        t.extend_from_slice(b"  x-1 [000] d..2. ");
+        t.extend_from_slice(format!("{ts}: sched_switch: prev_comm=").as_bytes());
+        t.extend_from_slice(prev);
+        t.extend_from_slice(format!(" prev_pid={prev_pid} prev_prio=120 prev_state={state} ==> next_comm=").as_bytes());
+        t.extend_from_slice(next);
+        t.extend_from_slice(format!(" next_pid={next_pid} next_prio=120\n").as_bytes());
+        if ts == "1.004000" {
+            t.extend_from_slice(
+                b"  <idle>-0 [000] d.h2. 1.005990: sched_waking: comm=sp\xffn pid=10 prio=120 target_cpu=000\n",
+            );
+        }
+    }
+    let trace = temp_file("not-utf8.trace", "");
+    std::fs::write(&trace, &t).unwrap();
+    let out = schedlab(&["replay", trace.to_str().unwrap(), "--sched", "eevdf", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(reports[0]["tasks"][0]["name"], "sp\u{fffd}n-10", "named lossily: {}", reports[0]["tasks"]);
+    // A workload file is text the user wrote: refused with where it breaks.
+    let toml = temp_file("not-utf8.toml", "");
+    std::fs::write(&toml, b"name = \"x\"\nduration = \"1s\"\ndescription = \"\xff\"\n").unwrap();
+    fails_with(&["run", toml.to_str().unwrap()], "is not UTF-8 text (line 3, byte");
+}
+
+#[test]
+fn a_misspelt_name_gets_the_nearest_one() {
+    fails_with(&["run", "sleeper-hog", "--sched", "eevfd"], "unknown scheduler 'eevfd' (did you mean 'eevdf'?)");
+    fails_with(&["run", "smp-fairnes"], "named 'smp-fairnes' (did you mean 'smp-fairness'?)");
+    fails_with(
+        &["run", "sleeper-hog", "--sched", "eevdf", "--set", "base_slice=3000000"],
+        "unknown tunable 'base_slice' for eevdf (did you mean 'base_slice_ns'?): known are",
+    );
+    // A trace written by a command that fails leaves nothing behind.
+    let out = temp_file("kept.trace", "kept");
+    fails_with(&["trace", "sleeper-hog", "--sched", "nosuch", "-o", out.to_str().unwrap()], "unknown scheduler");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "the old file is untouched");
+    fails_with(&["trace", "sleeper-hog", "--sched", "cfs", "-o", "/dev/full"], "/dev/full");
 }

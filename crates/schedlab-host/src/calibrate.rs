@@ -308,6 +308,9 @@ fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
         "the tick's lateness",
         false,
     )?;
+    // Ctrl-C while the instance traces must still remove it (the tracer's
+    // drop), not leave 32 MB of buffer per CPU tracing.
+    let signals = crate::signals::StopSignals::install();
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
         for &cpu in cpus {
@@ -321,10 +324,22 @@ fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
             });
         }
         tracer.set_on(true);
-        std::thread::sleep(TICK_TRACE);
+        let until = std::time::Instant::now() + TICK_TRACE;
+        while std::time::Instant::now() < until && crate::signals::received().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         tracer.set_on(false);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
+    if let Some(sig) = crate::signals::received() {
+        drop(tracer);
+        drop(signals);
+        // Dies by the signal as it would have, its tracefs instance gone.
+        // SAFETY: the default disposition is back; raising it ends the process.
+        unsafe { libc::raise(sig) };
+        return Err(format!("interrupted by {}", crate::signals::name(sig)));
+    }
+    drop(signals);
     let (text, _) = tracer.text()?;
     // (function, now) of each expiry. A kernel without kallsyms prints the
     // function as an address: the tick is then the timer that fired most,

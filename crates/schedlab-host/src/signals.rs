@@ -30,6 +30,12 @@ impl StopSignals {
         for (slot, sig) in old.iter_mut().zip(STOP_SIGNALS) {
             // SAFETY: the handler only stores to an atomic.
             *slot = unsafe { libc::signal(sig, on_stop_signal as *const () as libc::sighandler_t) };
+            if *slot == libc::SIG_IGN {
+                // A signal ignored at start stays ignored (`nohup schedlab
+                // ...` must outlive its terminal's SIGHUP).
+                // SAFETY: putting back the disposition found.
+                unsafe { libc::signal(sig, libc::SIG_IGN) };
+            }
         }
         StopSignals { old }
     }

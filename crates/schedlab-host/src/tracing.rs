@@ -162,7 +162,13 @@ impl Tracer {
     /// The trace as tracefs prints it, and how many events were dropped.
     pub fn text(&self) -> Result<(String, u64), String> {
         self.set_on(false);
-        let text = std::fs::read_to_string(self.dir.join("trace")).map_err(|e| format!("reading the trace: {e}"))?;
+        // A task names itself with any bytes (prctl PR_SET_NAME): a comm
+        // that is not UTF-8 must not cost the whole trace.
+        let bytes = std::fs::read(self.dir.join("trace")).map_err(|e| format!("reading the trace: {e}"))?;
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         let mut overrun = 0;
         for cpu in 0..self.nr_cpus {
             if let Ok(stats) = std::fs::read_to_string(self.dir.join(format!("per_cpu/cpu{cpu}/stats"))) {

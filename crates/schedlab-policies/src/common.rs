@@ -30,7 +30,8 @@ pub fn apply_tunables(policy: &str, table: &mut [TunableSpec], set: &BTreeMap<St
     for (name, &value) in set {
         let Some(spec) = table.iter_mut().find(|s| s.name == name) else {
             return Err(format!(
-                "unknown tunable '{name}' for {policy}: known are {}",
+                "unknown tunable '{name}' for {policy}{}: known are {}",
+                schedlab_sim::names::did_you_mean(name, table.iter().map(|s| s.name)),
                 table.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
             ));
         };

@@ -258,7 +258,8 @@ pub fn build(name: &str, w: &Workload) -> Result<Box<dyn Policy>, String> {
     match POLICIES.iter().find(|p| p.name == name).and_then(|p| p.build) {
         Some(build) => build(w),
         None => Err(format!(
-            "unknown scheduler '{name}': choose one of {}",
+            "unknown scheduler '{name}'{}: choose one of {}",
+            schedlab_sim::names::did_you_mean(name, all().iter().map(|p| p.name)),
             all().iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
         )),
     }

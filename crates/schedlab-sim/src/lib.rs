@@ -13,6 +13,7 @@ pub mod engine;
 pub mod formats;
 pub mod grid;
 pub mod memory;
+pub mod names;
 pub mod policy;
 pub mod report;
 pub mod time;

@@ -395,6 +395,10 @@ fn process_cpu(pid: u32) -> Option<u64> {
     Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
+/// Why KVM failed to bring up a guest of this process, which then boots
+/// its later guests (validate's hundreds) with TCG without the probe.
+static KVM_REFUSED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 fn kvm_usable() -> bool {
     std::fs::OpenOptions::new().read(true).write(true).open("/dev/kvm").is_ok()
 }
@@ -447,7 +451,10 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
             (q, boot, Accel::Kvm)
         }
         Accel::Auto => {
-            let kvm = if !kvm_usable() {
+            let refused_before = KVM_REFUSED.lock().ok().and_then(|r| r.clone());
+            let kvm = if let Some(why) = refused_before {
+                Err(format!("{why} earlier in this run (not tried again)"))
+            } else if !kvm_usable() {
                 Err("/dev/kvm cannot be opened".to_string())
             } else if cpus as usize > host_cpus() {
                 Err(format!("{cpus} vCPUs are more than the {} host CPUs", host_cpus()))
@@ -455,10 +462,20 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
                 match launch.boot(Accel::Kvm) {
                     Ok(up) => Ok(up),
                     Err(e @ VmError::Interrupted(_)) => return Err(e),
-                    Err(VmError::BootTimeout { timeout, .. }) => {
-                        Err(format!("KVM did not bring the guest up within {} s", timeout.as_secs()))
+                    Err(e) => {
+                        let why = match e {
+                            VmError::BootTimeout { timeout, .. } => {
+                                format!("KVM did not bring the guest up within {} s", timeout.as_secs())
+                            }
+                            e => format!("KVM failed: {}", e.to_string().lines().next().unwrap_or_default()),
+                        };
+                        // A KVM that hangs hangs for every guest: the next
+                        // ones of this process go to TCG at once.
+                        if let Ok(mut r) = KVM_REFUSED.lock() {
+                            *r = Some(why.clone());
+                        }
+                        Err(why)
                     }
-                    Err(e) => Err(format!("KVM failed: {}", e.to_string().lines().next().unwrap_or_default())),
                 }
             };
             match kvm {

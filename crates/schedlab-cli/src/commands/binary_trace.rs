@@ -34,13 +34,9 @@ pub(crate) fn classify(head: &[u8], name: &str) -> Option<Binary> {
     if head.starts_with(&[0x1f, 0x8b]) {
         return None;
     }
-    let valid = match std::str::from_utf8(head) {
-        Ok(s) => s,
-        // A UTF-8 sequence cut at the end of the head is still text.
-        Err(e) if e.error_len().is_none() => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
-        Err(_) => return Some(binary_kind(head, name)),
-    };
-    let text = !valid.contains('\0');
+    // Text has no control bytes but tab and line ends; bytes that are not
+    // UTF-8 may be a task's name (prctl takes any), read lossily later.
+    let text = !head.iter().any(|&b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7f);
     if text {
         return None;
     }
@@ -119,7 +115,9 @@ mod tests {
         assert_eq!(classify(b"\x7fELF\x02\x01\x01\0", "a.out"), Some(Binary::Other));
         assert_eq!(classify(b"# tracer: nop\n", "trace"), None);
         assert_eq!(classify(&[0x1f, 0x8b, 8, 0], "t.gz"), None);
-        // A multi-byte character cut by the head's end is still text.
+        // A multi-byte character cut by the head's end is still text, and
+        // so is a name that is not UTF-8.
         assert_eq!(classify("  <idle>-0 [000] é".as_bytes().split_last().unwrap().1, "trace"), None);
+        assert_eq!(classify(b"  sp\xffn-10 [000] d..2. 1.0: sched_switch:\n", "trace"), None);
     }
 }

@@ -5,14 +5,16 @@ use anyhow::{Context, Result};
 pub(crate) fn run(output: std::path::PathBuf, command: Vec<String>) -> Result<()> {
     // Before the command runs: a run of minutes must not be lost
     // to a typo in -o.
-    let file = std::fs::File::create(&output)
-        .with_context(|| format!("cannot create {}: check the directory exists and is writable", output.display()))?;
+    let (out, mut file) = crate::output::OutputFile::create(&output)?;
     let rec = schedlab_host::record(&command)?;
     for w in &rec.warnings {
         eprintln!("schedlab: record: {w}");
     }
-    std::io::Write::write_all(&mut std::io::BufWriter::new(file), rec.text.as_bytes())
+    // Written whole (a full disk or /dev/full is an error, not a
+    // silently empty trace), even when a stop signal ended the recording.
+    std::io::Write::write_all(&mut file, rec.text.as_bytes())
         .with_context(|| format!("cannot write {}", output.display()))?;
+    out.commit(file)?;
     let lines = rec.text.lines().filter(|l| !l.starts_with('#')).count();
     eprintln!("{lines} sched events of '{}' written to {} ({})", command.join(" "), output.display(), rec.exit_status);
     if rec.overrun > 0 {

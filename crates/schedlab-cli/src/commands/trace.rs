@@ -15,11 +15,14 @@ pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, for
         None if output.extension().is_some_and(|e| e == "json") => TraceFormat::Perfetto,
         None => TraceFormat::Ftrace,
     };
-    let file = std::fs::File::create(&output)
-        .with_context(|| format!("cannot create {}: check the directory exists and is writable", output.display()))?;
+    // The scheduler's name is checked before anything is written.
+    schedlab_policies::build(&sched, &w).map_err(|e| anyhow::anyhow!(e))?;
+    let (out, file) = crate::output::OutputFile::create(&output)?;
+    let kept = file.try_clone().with_context(|| format!("cannot write {}", output.display()))?;
     let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), format);
     let report = simulate_observed(&w, &sched, &mut writer)?;
     writer.finish(report.duration_ns).with_context(|| format!("writing {}", output.display()))?;
+    out.commit(kept)?;
     eprintln!(
         "{} context switches of {sched} on {} written to {}",
         report.totals.context_switches,

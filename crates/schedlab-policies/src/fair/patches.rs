@@ -129,7 +129,11 @@ impl Fair {
         let mut known: Vec<&str> = cfs.list().iter().map(|t| t.name).filter(|n| !hides(n)).collect();
         known.extend(own.iter().map(|t| t.name));
         match w.tunables.keys().find(|k| !known.contains(&k.as_str())) {
-            Some(name) => Err(format!("unknown tunable '{name}' for {policy}: known are {}", known.join(", "))),
+            Some(name) => Err(format!(
+                "unknown tunable '{name}' for {policy}{}: known are {}",
+                schedlab_sim::names::did_you_mean(name, known.iter().copied()),
+                known.join(", ")
+            )),
             None => Ok(()),
         }
     }

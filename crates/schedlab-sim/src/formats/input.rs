@@ -46,17 +46,30 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
     use std::io::Read;
     let mut head = [0u8; 2];
     let gzipped = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == [0x1f, 0x8b];
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     let read = std::fs::File::open(path).and_then(|f| {
         if gzipped {
             // A gzipped trace (people keep them so): read through, to the
             // same limit once unpacked.
-            flate2::read::GzDecoder::new(f).take(MAX_INPUT_BYTES + 1).read_to_string(&mut text)
+            flate2::read::GzDecoder::new(f).take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
         } else {
-            f.take(MAX_INPUT_BYTES + 1).read_to_string(&mut text)
+            f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)
         }
     });
     read.map_err(|e| format!("cannot read {what} file {shown}{}: {e}", if gzipped { " (gzip)" } else { "" }))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        // A task may name itself with any bytes (prctl PR_SET_NAME), and
+        // the kernel prints them as they are: a trace is read lossily.
+        Err(e) if what == "trace" => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+            return Err(format!(
+                "{shown} is not UTF-8 text (line {line}, byte {at}): save the {what} as UTF-8, or give the file it came from"
+            ));
+        }
+    };
     if text.len() as u64 > MAX_INPUT_BYTES {
         return Err(format!(
             "{shown} unpacks to over {} MiB; schedlab reads {what} files of at most that: cut it to the part you need",
@@ -79,8 +92,9 @@ pub fn load(spec: &str, ov: &Overrides) -> Result<Loaded, String> {
         (text, spec.to_string())
     } else {
         return Err(format!(
-            "no file, built-in scenario or tool command named '{spec}': give a path to a workload (TOML, or rt-app \
+            "no file, built-in scenario or tool command named '{spec}'{}: give a path to a workload (TOML, or rt-app \
              JSON), one of {}, or a command of {} (e.g. 'stress-ng --cpu 4')",
+            crate::names::did_you_mean(spec, scenarios::SCENARIOS.iter().map(|(n, _)| *n)),
             scenarios::SCENARIOS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "),
             presets::TOOLS.join(", ")
         ));
