@@ -41,7 +41,10 @@ pub(crate) enum Command {
     /// Run a workload as real threads, or real programs (after --), in a
     /// real kernel booted under QEMU (a bzImage of the scheduler to
     /// measure), with the same report.
+    // A real kernel runs with its own tunables and pays its own costs:
+    // --set and --cost are refused, so --help does not offer them.
     #[command(mut_arg("workload", |a| a.required(false).default_value("").index(1)))]
+    #[command(mut_arg("set", |a| a.hide(true)), mut_arg("cost", |a| a.hide(true)))]
     Vm {
         #[command(flatten)]
         common: Common,
@@ -63,6 +66,7 @@ pub(crate) enum Command {
     #[command(hide = true)]
     GuestPrograms { job: std::path::PathBuf },
     /// Run a workload as real threads on this machine's kernel.
+    #[command(mut_arg("cost", |a| a.hide(true)))]
     Host {
         #[command(flatten)]
         common: Common,

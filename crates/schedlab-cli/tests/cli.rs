@@ -643,3 +643,15 @@ fn a_misspelt_name_gets_the_nearest_one() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "kept", "the old file is untouched");
     fails_with(&["trace", "sleeper-hog", "--sched", "cfs", "-o", "/dev/full"], "/dev/full");
 }
+
+#[test]
+fn a_real_kernels_help_offers_no_simulator_flags_and_a_seed_series_counts_by_one() {
+    let vm = String::from_utf8_lossy(&schedlab(&["vm", "--help"]).stdout).to_string();
+    assert!(vm.contains("--kernel") && !vm.contains("--set") && !vm.contains("--cost"), "{vm}");
+    let host = String::from_utf8_lossy(&schedlab(&["host", "--help"]).stdout).to_string();
+    assert!(host.contains("--duration") && !host.contains("--cost"), "{host}");
+    let out = schedlab(&["sweep", "sleeper-hog", "--vary", "seed=1,2,...,16", "--sched", "cfs", "--duration", "100ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(rows, 1 + 16, "a header and 16 seeds");
+}

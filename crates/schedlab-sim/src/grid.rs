@@ -31,6 +31,13 @@ pub struct Axis {
 /// ratio that lands on the end, else arithmetic) or a plain list;
 /// durations may carry units (`1ms,2ms`).
 pub fn parse_values(name: &str, text: &str) -> Result<Vec<i64>, String> {
+    parse_series(name, text, true)
+}
+
+/// As [`parse_values`]; a `...` series is arithmetic only unless
+/// `geometric` (seeds are labels, not magnitudes: `seed=1,2,...,64` is 64
+/// seeds).
+pub fn parse_series(name: &str, text: &str, geometric: bool) -> Result<Vec<i64>, String> {
     let parse_one = |v: &str| -> Result<i64, String> {
         let v = v.trim();
         if v.ends_with('s') {
@@ -67,7 +74,7 @@ pub fn parse_values(name: &str, text: &str) -> Result<Vec<i64>, String> {
             };
             // Geometric when the ratio is whole and the series lands on the
             // end (1,2,4,...,4096), else arithmetic (10,20,...,50).
-            let geometric = (a > 0 && b > a && b % a == 0)
+            let geometric = (geometric && a > 0 && b > a && b % a == 0)
                 .then(|| series(&|v| v.checked_mul(b / a)))
                 .transpose()?
                 .filter(|vals| vals.last() == Some(&end));
@@ -120,7 +127,7 @@ pub fn parse_axis(spec: &str, params: &[String], count_params: &[String]) -> Res
         },
         t => Dim::Tunable(t.to_string()),
     };
-    let values = parse_values(name, values)?;
+    let values = parse_series(name, values, dim != Dim::Seed)?;
     if matches!(dim, Dim::Cpus | Dim::Duration) && values.iter().any(|v| *v <= 0) {
         return Err(format!("--vary {name}: values must be above zero"));
     }
@@ -174,6 +181,7 @@ mod tests {
         assert!(parse_values("t", "1,...,8").is_err());
         let long = parse_values("t", "1,2,...,1000000").unwrap_err().to_string();
         assert!(long.contains("more than 100,000 values"), "{long}");
+        assert_eq!(parse_axis("seed=1,2,...,64", &[], &[]).unwrap().values, (1..=64).collect::<Vec<_>>());
         assert!(parse_values("t", "1,x").unwrap_err().to_string().contains("'x' is not an integer"));
     }
 

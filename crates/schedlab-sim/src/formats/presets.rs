@@ -212,18 +212,30 @@ fn cyclictest(mut a: Args, cpus: u32, costs: &ToolCosts) -> Result<Part, String>
         return Err("cyclictest: -i 0: the interval is microseconds above zero".into());
     }
     let priority = a.number(&["-p", "--priority"], 0, 99)?;
+    // cyclictest's --policy: fifo or rr with -p; other, normal, batch and
+    // idle run at priority 0 (cyclictest drops -p for them).
+    let named_policy = a.value(&["-y", "--policy"])?;
     let duration = a.value(&["-D", "--duration"])?.map(|v| tool_duration("cyclictest", v)).transpose()?;
     let loops = a.number(&["-l", "--loops"], 0, u32::MAX as u64)?;
     let _ = a.value(&["-h", "--histogram", "-H", "--histofall", "-d", "--distance"])?;
     let _ = a.switch(&["-m", "--mlockall", "-n", "--nanosleep", "-q", "--quiet", "-N", "--nsecs"]);
-    a.done("-t [N], --smp, -a [CPU], -i US, -p PRIO, -D T, -l LOOPS, -m, -n, -q, -h US")?;
+    a.done("-t [N], --smp, -a [CPU], -i US, -p PRIO, --policy P, -D T, -l LOOPS, -m, -n, -q, -h US")?;
     let affinity = match affinity {
         None if smp => "affinity = \"per-cpu\"\n".to_string(),
         None => String::new(),
         Some(None) => "affinity = \"per-cpu\"\n".to_string(),
         Some(Some(cpu)) => format!("affinity = \"{cpu}\"\n"),
     };
-    let policy = if priority > 0 { format!("policy = \"fifo\"\nrt_priority = {priority}\n") } else { String::new() };
+    let policy = match (named_policy, priority) {
+        (None | Some("fifo"), p) if p > 0 => format!("policy = \"fifo\"\nrt_priority = {p}\n"),
+        (Some("rr"), p) if p > 0 => format!("policy = \"rr\"\nrt_priority = {p}\n"),
+        (Some("fifo" | "rr"), _) => return Err("cyclictest: --policy fifo and rr need -p 1..99".into()),
+        (None | Some("other" | "normal"), _) => String::new(),
+        (Some(p @ ("batch" | "idle")), _) => format!("policy = \"{p}\"\n"),
+        (Some(other), _) => {
+            return Err(format!("cyclictest: --policy {other}: give other, normal, batch, idle, fifo or rr"));
+        }
+    };
     let body = format!("{{ timer = \"{interval}us\" }}, {{ run = \"{}ns\" }}", costs.cycle.max(1));
     let (program, finite) = if loops > 0 {
         (format!("[ {{ loop = {loops}, body = [ {body} ] }} ]"), true)
@@ -465,6 +477,8 @@ mod tests {
         assert_eq!((w.initial_tasks(), w.duration), (2, 5_000_000_000));
         assert!(w.tasks[0].policy.is_rt());
         assert_eq!(load("hackbench -p -g2 -f3 -l10", 2).initial_tasks(), 2 * 3 * 2);
+        assert!(!load("cyclictest --policy=other -p 80", 2).tasks[0].policy.is_rt(), "other drops -p");
+        assert!(load("cyclictest --policy rr -p80", 2).tasks[0].policy.is_rt());
     }
 
     #[test]
@@ -488,6 +502,8 @@ mod tests {
         assert!(err("stress-ng --cpu 4 --timeout 1y").contains("1s to 78h"));
         assert!(err("cyclictest -x1").contains("'-x1' is not a flag"));
         assert!(err("cyclictest -i0").contains("above zero"));
+        assert!(err("cyclictest --policy=fifo").contains("need -p 1..99"));
+        assert!(err("cyclictest --policy=deadline").contains("give other, normal"));
         assert!(is_preset("hackbench -g 1") && !is_preset("thread-test"));
     }
 }
