@@ -3,6 +3,7 @@
 
 pub mod baby;
 pub mod bfs;
+pub mod bpfland;
 mod common;
 pub mod fair;
 pub mod muqss;
@@ -31,6 +32,9 @@ pub struct PolicyInfo {
     /// Boot parameters that make that kernel run as the model's defaults
     /// assume (`schedlab validate` boots it with them).
     pub boot_args: &'static [&'static str],
+    /// A sched_ext scheduler the kernel loads for the model (`vm --scx
+    /// NAME`): the model is of that BPF scheduler, not of the kernel's own.
+    pub scx: Option<&'static str>,
     /// For a policy without a bootable kernel: what its model was audited
     /// against line by line (docs/schedulers.md lists what was checked).
     pub audit: Option<&'static str>,
@@ -50,6 +54,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: true,
         kernel: Some(("cfs-6.1", "Linux 6.1.192")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(fair::Fair::new(fair::Variant::Cfs, w)?))),
@@ -61,6 +66,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: true,
         kernel: Some(("eevdf-6.12", "Linux 6.12.117")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(fair::Fair::new(fair::Variant::Eevdf, w)?))),
@@ -72,6 +78,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: true,
         kernel: Some(("bore-6.12", "BORE 6.5.5 on Linux 6.12.117")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(fair::Fair::new_bore(w)?))),
@@ -83,6 +90,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: None,
         boot_args: &[],
+        scx: None,
         audit: Some("kernel/sched/bfs.c of BFS v0.512 (as carried by trilean/linux-4.9-pca)"),
         linear_pick: Some("earliest_deadline_task walks the global queue past tasks other CPUs cannot take"),
         build: Some(|w| Ok(Box::new(bfs::Bfs::new(w)?))),
@@ -95,6 +103,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         kernel: Some(("muqss-5.10", "MuQSS v0.205 on Linux 5.10.262")),
         // Built with RQ_NONE; the model's default is MuQSS's own (mc).
         boot_args: &["rqshare=mc"],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(muqss::Muqss::new(w)?))),
@@ -106,6 +115,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: Some(("bmq-6.12", "Project C v6.12-r1 (BMQ) on Linux 6.12.117")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(projc::ProjectC::new(projc::Flavour::Bmq, w)?))),
@@ -117,6 +127,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: Some(("pds-6.12", "Project C v6.12-r1 (PDS) on Linux 6.12.117")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: None,
         build: Some(|w| Ok(Box::new(projc::ProjectC::new(projc::Flavour::Pds, w)?))),
@@ -128,6 +139,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: true,
         kernel: Some(("cacule-6.1", "CacULE (RDB) v6.0 on Linux 6.1.192")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: Some("pick_next_entity scans the cfs_rq list for the best interactivity score"),
         build: Some(|w| Ok(Box::new(fair::Fair::new_cacule(w)?))),
@@ -139,6 +151,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: Some(("tt-6.1", "TT v6.1 on Linux 6.1.192")),
         boot_args: &[],
+        scx: None,
         audit: None,
         linear_pick: Some("__pick_first_entity scans the cfs_rq list for the best HRRN"),
         build: Some(|w| Ok(Box::new(fair::Fair::new_tt(w)?))),
@@ -150,9 +163,22 @@ pub const POLICIES: &[PolicyInfo] = &[
         groups: false,
         kernel: None,
         boot_args: &[],
+        scx: None,
         audit: Some("bs.c of baby-dl-5.14.patch (hamadmarri/Baby-CPU-Scheduler)"),
         linear_pick: Some("pick_next_entity scans the per-CPU list for the earliest deadline"),
         build: Some(|w| Ok(Box::new(baby::Baby::new(w)?))),
+    },
+    PolicyInfo {
+        name: "bpfland",
+        summary: "sched_ext scx_bpfland: vruntime deadlines with wakeup-frequency lag, per-CPU and shared DSQs",
+        source: "scx_bpfland 1.1.4 (sched-ext/scx, Andrea Righi) on Linux 6.12's sched_ext core",
+        groups: false,
+        kernel: Some(("scx-6.12", "scx_bpfland 1.1.4 on Linux 6.12.117 (sched_ext)")),
+        boot_args: &[],
+        scx: Some("bpfland"),
+        audit: None,
+        linear_pick: None,
+        build: Some(|w| Ok(Box::new(bpfland::Bpfland::new(w)?))),
     },
 ];
 
@@ -183,6 +209,7 @@ impl UserPolicy {
                 groups: false,
                 kernel: None,
                 boot_args: &[],
+                scx: None,
                 audit: None,
                 linear_pick: None,
                 build: None,

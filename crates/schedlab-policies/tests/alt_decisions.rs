@@ -573,3 +573,35 @@ program = [ { run = "2ms" }, { exit = true } ]
     let bmq = decisions("bmq");
     assert_eq!((bmq.forks, bmq.forks_to_idle, bmq.balance_moves), (21, 21, 0), "bmq: {bmq:?}");
 }
+
+/// scx_bpfland: no wakeup preempts a running task, so a 1 ms timer thread
+/// beside a hog on one CPU waits for the hog's slice to end at the next
+/// tick (eevdf's PREEMPT_SHORT and cfs's wakeup preemption run it at once);
+/// and a task that woke often gets an earlier deadline than a hog, so once
+/// the tick ends the hog's slice it runs before the hog again.
+#[test]
+fn bpfland_never_preempts_on_wakeup_and_slices_end_at_the_tick() {
+    let bpfland = cyclic_latency_us("bpfland");
+    let eevdf = cyclic_latency_us("eevdf");
+    assert!(bpfland > 1000.0 && bpfland < 4100.0, "bpfland waits for the tick: {bpfland:.1} us");
+    assert!(eevdf < 100.0, "eevdf preempts: {eevdf:.1} us");
+    // 3 hogs on 2 CPUs: each tick ends a 1 ms slice on both CPUs and the
+    // shared queue always holds the third hog (eevdf: 3 ms base slices,
+    // a switch at every other tick).
+    let w = workload(
+        r#"
+duration = "2s"
+[machine]
+cpus = 2
+[[task]]
+name = "hog"
+count = 3
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let r = run_checked(&w, "bpfland");
+    assert_conservation(&r);
+    assert!((r.totals.context_switches_per_sec - 500.0).abs() < 5.0, "{}", r.totals.context_switches_per_sec);
+    let eevdf = run_checked(&w, "eevdf").totals.context_switches_per_sec;
+    assert!(eevdf < 300.0, "eevdf switches less: {eevdf}");
+}

@@ -87,11 +87,11 @@ impl Prepared {
 }
 
 /// The model that follows a kernel row's scheduler (`bmq-6.1` -> bmq;
-/// scx-6.12 runs EEVDF until a BPF scheduler attaches; none for a BPF
-/// scheduler, which has no model yet).
+/// scx-6.12 runs EEVDF until a BPF scheduler attaches; `scx-6.12+bpfland`
+/// -> the model of that BPF scheduler, where there is one).
 pub(crate) fn model_of(label: &str) -> Option<&'static str> {
-    if label.contains('+') {
-        return None;
+    if let Some((_, bpf)) = label.split_once('+') {
+        return schedlab_policies::all().iter().find(|p| p.scx == Some(bpf)).map(|p| p.name);
     }
     let name = label.split('-').next()?;
     let name = if name == "scx" { "eevdf" } else { name };
@@ -416,7 +416,8 @@ mod tests {
             (model_of("bmq-6.1"), model_of("muqss-5.10"), model_of("scx-6.12")),
             (Some("bmq"), Some("muqss"), Some("eevdf"))
         );
-        assert_eq!((model_of("scx-6.12+bpfland"), model_of("mykernel")), (None, None));
+        assert_eq!((model_of("scx-6.12+bpfland"), model_of("scx-6.12+rusty")), (Some("bpfland"), None));
+        assert_eq!(model_of("mykernel"), None);
         // The eevdf-6.12 guest's trace of hackbench -p (a fixture of the
         // replay tests), its row read as the guest reads it.
         let path = concat!(
@@ -448,7 +449,7 @@ mod tests {
         assert_eq!(names(&model), names(&real), "the program's tasks, and only them");
         let cpu = |r: &Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
         assert!((cpu(&model) / cpu(&real) - 1.0).abs() < 0.05, "{} against {}", cpu(&model), cpu(&real));
-        assert!(model_row(&result, "scx-6.12+bpfland").unwrap().is_none());
+        assert!(model_row(&result, "scx-6.12+rusty").unwrap().is_none(), "no model of scx_rusty");
     }
 
     #[test]

@@ -217,7 +217,7 @@ impl<'a> Kernel<'a> {
             memory: 1024,
             timeout: None,
             boot_args: policy.boot_args.iter().map(|a| a.to_string()).collect(),
-            scx: None,
+            scx: policy.scx.map(String::from),
         };
         let (guest_costs, guest_notes) = guest_costs(
             &data.join(format!("{}-calibration.json", policy.name)),
