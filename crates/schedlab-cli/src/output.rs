@@ -61,10 +61,40 @@ pub(crate) fn timeline_window(w: &Workload, at: Option<u64>, len: u64) -> (u64, 
 }
 
 pub(crate) fn write_html(path: &std::path::Path, page: &str) -> Result<()> {
-    std::fs::write(path, page)
-        .with_context(|| format!("cannot write {}: check the directory exists and is writable", path.display()))?;
+    write_whole(path, page.as_bytes())
+}
+
+/// Writes `bytes` to `path` whole or not at all ([`OutputFile`]) and says so.
+pub(crate) fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let (out, mut file) = OutputFile::create(path)?;
+    file.write_all(bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    out.commit(file)?;
     eprintln!("schedlab: wrote {}", path.display());
     Ok(())
+}
+
+/// Checks, before a command's work, that its output `path` (given with
+/// `flag`) can be written: not a directory, in a directory that takes a
+/// file. A run of minutes must not end on "Is a directory".
+pub(crate) fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
+    let shown = path.display();
+    if path.is_dir() {
+        anyhow::bail!("{flag} {shown} is a directory: give a file's path");
+    }
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if !dir.is_dir() {
+        anyhow::bail!("{flag} {shown}: the directory {} does not exist", dir.display());
+    }
+    tempfile::Builder::new().prefix(".schedlab-check.").tempfile_in(dir).map(drop).map_err(|e| {
+        anyhow::anyhow!("{flag} {shown}: cannot write in {} ({}): check its permissions", dir.display(), e.kind())
+    })
 }
 
 /// A file a command writes whole or not at all: made before the work (a

@@ -486,7 +486,10 @@ fn run_writes_an_html_page_of_its_one_scheduler() {
     assert!(html.contains("<svg") && html.contains("CPU timeline"), "plots missing");
     // The text report is printed as without --html.
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("bmq on sleeper-hog"));
-    fails_with(&["run", "sleeper-hog", "--html", "/nonexistent-dir/x.html"], "cannot write /nonexistent-dir/x.html");
+    fails_with(
+        &["run", "sleeper-hog", "--html", "/nonexistent-dir/x.html"],
+        "--html /nonexistent-dir/x.html: the directory /nonexistent-dir does not exist",
+    );
 }
 
 #[test]
@@ -654,4 +657,55 @@ fn a_real_kernels_help_offers_no_simulator_flags_and_a_seed_series_counts_by_one
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let rows = String::from_utf8_lossy(&out.stdout).lines().count();
     assert_eq!(rows, 1 + 16, "a header and 16 seeds");
+}
+
+#[test]
+fn an_output_that_cannot_be_written_is_refused_before_the_work() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let d = dir.to_str().unwrap();
+    fails_with(&["compare", "sleeper-hog", "--html", d], "--html");
+    fails_with(&["run", "sleeper-hog", "--html", "/nonexistent-dir/x.html"], "does not exist");
+    // The check's own message: refused before any of the 200 runs.
+    fails_with(&["sweep", "sleeper-hog", "--vary", "seed=1,2,...,200", "-o", d], "is a directory: give a file's path");
+}
+
+#[test]
+fn a_killed_recorder_takes_its_command_along() {
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        skip("tracefs is not mounted");
+        return;
+    }
+    let trace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("killed-{}.trace", std::process::id()));
+    let naptime = format!("4{}.5", std::process::id() % 1000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["record", "-o", trace.to_str().unwrap(), "--", "sleep", &naptime])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut started = false;
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if !processes_with(&format!("sleep {naptime}")).is_empty() {
+            started = true;
+            break;
+        }
+    }
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("run as root") {
+        skip(&err);
+        return;
+    }
+    assert!(started, "the command never started: {err}");
+    let mut left = processes_with(&format!("sleep {naptime}"));
+    for _ in 0..20 {
+        if left.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        left = processes_with(&format!("sleep {naptime}"));
+    }
+    assert!(left.is_empty(), "SIGKILL of record left its command running: {left:?}");
+    assert!(!trace.exists(), "no trace is claimed for a killed recording");
 }

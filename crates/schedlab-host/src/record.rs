@@ -51,11 +51,27 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     // signals too, at the grace period's end) and nothing of schedlab's:
     // a terminal's Ctrl-C reaches schedlab, which passes it on.
     let started = sys::now();
-    let mut child = std::process::Command::new(program)
-        .args(args)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
+    // SAFETY: getpid is async-signal-safe.
+    let recorder = unsafe { libc::getpid() };
+    let mut command = std::process::Command::new(program);
+    command.args(args).process_group(0);
+    // SAFETY: prctl, getppid and _exit are async-signal-safe, as the code
+    // between fork and exec must be. A recorder killed by SIGKILL takes its
+    // command along (not what the command itself started: a shell's
+    // children outlive it); one that died before the prctl took effect is
+    // caught by the parent check. The death signal follows the thread that
+    // forks: record runs on its caller's thread, which lives as long as the
+    // recording.
+    unsafe {
+        command.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != recorder {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| HostError::Setup(format!("cannot run '{program}': {e}")))?;
     let group = child.id() as libc::pid_t;
     let mut interrupted = None;
     let mut deadline = None;

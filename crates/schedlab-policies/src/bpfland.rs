@@ -524,15 +524,15 @@ impl Policy for Bpfland {
 mod tests {
     use super::*;
 
+    /// The model on 2 CPUs, its state set by each test.
+    fn model() -> Bpfland {
+        let text = "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n";
+        Bpfland::new(&schedlab_sim::Workload::from_toml(text, "x", &Default::default()).unwrap()).unwrap()
+    }
+
     #[test]
     fn the_deadline_pulls_a_long_sleeper_up_to_its_lag_and_charges_what_it_ran() {
-        let w = schedlab_sim::Workload::from_toml(
-            "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n",
-            "x",
-            &Default::default(),
-        )
-        .unwrap();
-        let mut b = Bpfland::new(&w).unwrap();
+        let mut b = model();
         b.tasks = vec![Task { weight: 100, ..Task::default() }; 2];
         b.vtime_now = 1_000_000_000;
         // A task far behind (vtime 0) that woke often: lag_scale 10 x
@@ -557,13 +557,7 @@ mod tests {
 
     #[test]
     fn the_slice_is_divided_among_the_waiting_tasks() {
-        let w = schedlab_sim::Workload::from_toml(
-            "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n",
-            "x",
-            &Default::default(),
-        )
-        .unwrap();
-        let mut b = Bpfland::new(&w).unwrap();
+        let mut b = model();
         b.tasks = vec![Task { weight: 100, ..Task::default() }; 5];
         assert_eq!(b.task_slice(0, 0), 1_000_000);
         for t in 1..5 {

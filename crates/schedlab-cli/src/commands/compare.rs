@@ -27,6 +27,9 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
         timeline_len,
         program_opts,
     } = a;
+    if let Some(path) = &html {
+        crate::output::check_output(path, "--html")?;
+    }
     let kernel = expand_kernels(kernel)?;
     if program_opts.given() {
         if !sched.is_empty() {

@@ -9,6 +9,9 @@ use schedlab_sim::time::format_duration;
 
 pub(crate) fn run(common: Common, sched: String, tasks: bool, html: Option<std::path::PathBuf>) -> Result<()> {
     one_scheduler("run", &sched)?;
+    if let Some(path) = &html {
+        crate::output::check_output(path, "--html")?;
+    }
     let w = load_workload(&common)?;
     let report = match &html {
         Some(path) => {

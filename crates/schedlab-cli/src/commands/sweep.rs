@@ -58,6 +58,12 @@ pub fn run_grid(c: &Common, base: &Overrides, axes: &[Axis], names: &[String], t
 
 pub fn run(req: SweepRequest) -> Result<()> {
     let c = req.common;
+    if let Some(path) = req.output {
+        crate::output::check_output(path, "-o")?;
+    }
+    if let Some(path) = req.plot {
+        crate::output::check_output(path, "--plot")?;
+    }
     let base = overrides(c);
     let w = load_workload_with(c, &base)?;
     if req.vary.is_empty() {
@@ -105,9 +111,7 @@ pub fn run(req: SweepRequest) -> Result<()> {
     let csv_bytes = csv_out.into_inner().context("writing CSV")?;
     match req.output {
         Some(path) => {
-            std::fs::write(path, &csv_bytes)
-                .with_context(|| format!("cannot write {}: check the directory is writable", path.display()))?;
-            eprintln!("schedlab: wrote {}", path.display());
+            crate::output::write_whole(path, &csv_bytes)?;
             print!("{}", text_table(&axes, &names, &points, &req.metrics[0]));
         }
         None => print!("{}", String::from_utf8_lossy(&csv_bytes)),
@@ -115,9 +119,7 @@ pub fn run(req: SweepRequest) -> Result<()> {
     if let Some(plot) = req.plot {
         for m in req.metrics {
             let path = if req.metrics.len() == 1 { plot.to_path_buf() } else { with_suffix(plot, m) };
-            std::fs::write(&path, plot_svg(&w.name, &axes, &names, &points, m))
-                .with_context(|| format!("cannot write {}: check the directory is writable", path.display()))?;
-            eprintln!("schedlab: wrote {}", path.display());
+            crate::output::write_whole(&path, plot_svg(&w.name, &axes, &names, &points, m).as_bytes())?;
         }
     }
     Ok(())

@@ -304,16 +304,20 @@ impl Ctx<'_> {
     /// Groups: root first, then in file order; parents must come first.
     fn groups(&self, file: &[Spanned<GroupFile>]) -> Result<Vec<GroupSpec>, WorkloadError> {
         let mut groups = vec![GroupSpec::root()];
+        // Names to their index: 80,000 groups are checked in linear time.
+        let mut index: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::from([(groups[0].name.clone(), 0)]);
         for g in file {
             let span = g.span();
             let g = g.get_ref();
             check_group_name(&g.name).map_err(|m| self.err(span.clone(), m))?;
-            if groups.iter().any(|x| x.name == g.name) {
+            if index.contains_key(&g.name) {
                 return Err(self.err(span, format!("group '{}' is defined twice", g.name)));
             }
+            index.insert(g.name.clone(), groups.len());
             let parent = match &g.parent {
                 None => 0,
-                Some(p) => groups.iter().position(|x| &x.name == p).ok_or_else(|| {
+                Some(p) => index.get(p).copied().filter(|&i| i < groups.len()).ok_or_else(|| {
                     self.err(
                         span.clone(),
                         format!("group '{}' names parent '{p}', which is not defined above it", g.name),

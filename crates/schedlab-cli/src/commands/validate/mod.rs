@@ -191,6 +191,30 @@ pub fn run(opts: Options) -> Result<()> {
     Ok(())
 }
 
+/// How a policy's kernel is booted, as its model's defaults assume
+/// (MuQSS's rqshare, the sched_ext scheduler a BPF model follows), under
+/// which label, and the guest's costs there (measured now, or kept in
+/// `data`) with the line that says what they rest on.
+#[allow(clippy::type_complexity)]
+fn policy_kernel(
+    opts: &Options,
+    data: &std::path::Path,
+    policy: &'static PolicyInfo,
+    kernel_file: &std::path::Path,
+) -> Result<(&'static str, VmArgs, Vec<(String, u64)>, String)> {
+    let label = policy.kernel.map_or(policy.name, |k| k.0);
+    let vm_args = VmArgs {
+        accel: opts.accel,
+        memory: 1024,
+        timeout: None,
+        boot_args: policy.boot_args.iter().map(|a| a.to_string()).collect(),
+        scx: policy.scx.map(String::from),
+    };
+    let file = data.join(format!("{}-calibration.json", policy.name));
+    let (costs, notes) = guest_costs(&file, opts.reuse, kernel_file, &vm_args, label)?;
+    Ok((label, vm_args, costs, notes))
+}
+
 /// One policy's kernel as validate boots it, and what it has found so far.
 struct Kernel<'a> {
     c: Checked,
@@ -210,22 +234,7 @@ impl<'a> Kernel<'a> {
         policy: &'static PolicyInfo,
         kernel_file: PathBuf,
     ) -> Result<Self> {
-        let label = policy.kernel.map_or(policy.name, |k| k.0);
-        // The kernel booted as the model's defaults assume (MuQSS's rqshare).
-        let vm_args = VmArgs {
-            accel: opts.accel,
-            memory: 1024,
-            timeout: None,
-            boot_args: policy.boot_args.iter().map(|a| a.to_string()).collect(),
-            scx: policy.scx.map(String::from),
-        };
-        let (guest_costs, guest_notes) = guest_costs(
-            &data.join(format!("{}-calibration.json", policy.name)),
-            opts.reuse,
-            &kernel_file,
-            &vm_args,
-            label,
-        )?;
+        let (label, vm_args, guest_costs, guest_notes) = policy_kernel(opts, data, policy, &kernel_file)?;
         let mut c = Checked {
             policy,
             kernel_file,

@@ -366,21 +366,7 @@ pub(super) fn run(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let mut done = Vec::new();
     for (policy, kernel_file) in choose_policies(opts)? {
-        let label = policy.kernel.map_or(policy.name, |k| k.0);
-        let vm_args = VmArgs {
-            accel: opts.accel,
-            memory: 1024,
-            timeout: None,
-            boot_args: policy.boot_args.iter().map(|a| a.to_string()).collect(),
-            scx: policy.scx.map(String::from),
-        };
-        let (guest_costs, guest_notes) = guest_costs(
-            &data.join(format!("{}-calibration.json", policy.name)),
-            opts.reuse,
-            &kernel_file,
-            &vm_args,
-            label,
-        )?;
+        let (label, vm_args, guest_costs, guest_notes) = policy_kernel(opts, &data, policy, &kernel_file)?;
         let mut disturbed = Vec::new();
         let kept = |what: &str, line: &str, disturbed: &mut Vec<String>| {
             let file = data.join(format!("{}-{what}.json", policy.name));

@@ -6,8 +6,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 /// A JSON value that keeps its object keys in file order (rt-app runs
-/// events in that order) and refuses duplicate keys (json-c would keep
-/// both; serde would keep one).
+/// events in that order) and keeps a repeated key under a numbered name,
+/// as rt-app's workgen does (json-c would keep both; serde would keep one).
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Json {
     Null,
@@ -54,15 +54,25 @@ impl<'de> Deserialize<'de> for Json {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Json, A::Error> {
                 let mut v: Vec<(String, Json)> = Vec::new();
+                let mut seen = std::collections::HashSet::new();
+                // Per repeated key, the next number to try: thousands of
+                // repeats stay linear.
+                let mut next: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
                 while let Some((mut k, x)) = a.next_entry::<String, Json>()? {
                     // A repeated key gets a number appended, as rt-app's
                     // workgen does before handing the file to rt-app.
-                    let base = k.clone();
-                    let mut n = 1;
-                    while v.iter().any(|(seen, _)| *seen == k) {
-                        n += 1;
-                        k = format!("{base}{n}");
+                    if seen.contains(&k) {
+                        let base = k.clone();
+                        let n = next.entry(base.clone()).or_insert(2);
+                        loop {
+                            k = format!("{base}{n}");
+                            *n += 1;
+                            if !seen.contains(&k) {
+                                break;
+                            }
+                        }
                     }
+                    seen.insert(k.clone());
                     v.push((k, x));
                 }
                 Ok(Json::Obj(v))
