@@ -382,9 +382,25 @@ fn the_classic_tools_command_lines_are_workloads() {
     fails_with(&["run", "nosuchtool -x"], "or a command of stress-ng, cyclictest");
 }
 
+/// A command whose SIGINT is the default one, as a terminal's foreground
+/// job has it: a runner that started the tests in the background (SIGINT
+/// ignored, which schedlab keeps as it found it) must not change what
+/// these tests see.
+fn with_default_sigint(mut c: Command) -> Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal() is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c
+}
+
 /// `host` signalled with SIGINT at `after`: its exit status and output.
 fn host_interrupted(after: std::time::Duration) -> (std::process::ExitStatus, String, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+    let child = with_default_sigint(Command::new(env!("CARGO_BIN_EXE_schedlab")))
         .args(["host", "cgroup-split", "--duration", "3s", "--no-trace"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -444,7 +460,7 @@ fn record_stops_everything_the_command_started() {
     // only the grace period's SIGKILL to the whole group ends them.
     let naptime = format!("3{}.5", std::process::id() % 1000);
     let script = format!("trap '' INT TERM HUP; sleep {naptime}");
-    let child = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+    let child = with_default_sigint(Command::new(env!("CARGO_BIN_EXE_schedlab")))
         .args(["record", "-o", trace.to_str().unwrap(), "--", "sh", "-c", &script])
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -708,4 +724,29 @@ fn a_killed_recorder_takes_its_command_along() {
     }
     assert!(left.is_empty(), "SIGKILL of record left its command running: {left:?}");
     assert!(!trace.exists(), "no trace is claimed for a killed recording");
+}
+
+#[test]
+fn a_signal_ignored_at_start_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    // `nohup schedlab host ...`: the terminal's SIGHUP must not end it.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    c.args(["host", "sleeper-hog", "--duration", "1s", "--no-trace", "--no-groups"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: signal() is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let child = c.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "SIGHUP was ignored at start: {err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("interrupted"), "{err}");
 }

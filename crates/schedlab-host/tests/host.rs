@@ -233,6 +233,10 @@ count = 2
 program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 "#,
     );
+    // The runner keeps a SIGINT it finds ignored (a test runner started in
+    // the background); Ctrl-C is a terminal's default SIGINT.
+    // SAFETY: setting this test process's SIGINT to its default.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
     // SAFETY: pthread_self of this thread, signalled from a helper.
     let me = unsafe { libc::pthread_self() } as usize;
     let kicker = std::thread::spawn(move || {
