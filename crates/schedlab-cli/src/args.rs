@@ -74,18 +74,20 @@ pub(crate) enum Command {
         host_opts: HostArgs,
     },
     /// Write the simulated schedule as a trace: ftrace text (as tracefs's
-    /// `trace` file prints it) or Chrome/Perfetto JSON, one track per CPU.
+    /// `trace` file prints it), Perfetto's protobuf (CPU tracks and thread
+    /// states in ui.perfetto.dev) or Chrome JSON, one track per CPU.
     Trace {
         #[command(flatten)]
         common: Common,
         /// Scheduler to simulate (see `schedlab list`).
         #[arg(long, default_value = "eevdf")]
         sched: String,
-        /// Output file; the format follows its extension (.json: Perfetto)
-        /// unless --format says otherwise.
+        /// Output file; the format follows its extension (.perfetto-trace
+        /// or .pftrace: Perfetto's protobuf; .json: Chrome JSON; else
+        /// ftrace text) unless --format says otherwise.
         #[arg(short, long)]
         output: std::path::PathBuf,
-        /// ftrace or perfetto.
+        /// ftrace, perfetto (protobuf) or json.
         #[arg(long)]
         format: Option<String>,
     },

@@ -128,9 +128,11 @@ impl OutputFile {
             _ => std::path::Path::new("."),
         };
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // Created as File::create would (0666 less the umask), not 0600.
         let temp = tempfile::Builder::new()
             .prefix(&format!(".{name}."))
             .suffix(".part")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
             .tempfile_in(dir)
             .with_context(|| format!("cannot create {shown}: check the directory exists and is writable"))?;
         let (file, temp) = temp.into_parts();
@@ -170,6 +172,13 @@ mod tests {
         file.write_all(b"new").unwrap();
         out.commit(file).unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        // The umask's mode, as File::create gives (this test's umask is
+        // its process's: compared with a file made the usual way).
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let mode =
+            |p: &std::path::Path| std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions());
+        assert_eq!(mode(&path), mode(&plain));
         assert!(OutputFile::create(dir.path()).is_err(), "a directory is refused before the work");
         assert!(OutputFile::create(&dir.path().join("no/such/dir/x")).is_err());
     }

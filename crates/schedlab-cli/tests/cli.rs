@@ -750,3 +750,61 @@ fn a_signal_ignored_at_start_stays_ignored() {
     assert_eq!(out.status.code(), Some(0), "SIGHUP was ignored at start: {err}");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("interrupted"), "{err}");
 }
+
+#[test]
+fn a_perfetto_protobuf_trace_decodes_with_perfettos_own_protos() {
+    // Perfetto's descriptors from its PyPI package (CI installs it): an
+    // independent reader of the bytes schedlab writes.
+    let probe =
+        Command::new("python3").args(["-c", "from perfetto.protos.perfetto.trace import perfetto_trace_pb2"]).output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must run the Perfetto test: pip install perfetto");
+        skip("python3's perfetto package is not installed (pip install perfetto)");
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let proto = dir.join(format!("pf-{}.perfetto-trace", std::process::id()));
+    let text = dir.join(format!("pf-{}.trace", std::process::id()));
+    for out in [&proto, &text] {
+        let o =
+            schedlab(&["trace", "sleeper-hog", "--sched", "cfs", "--duration", "200ms", "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let script = "import sys\nfrom perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb\n\
+        t = pb.Trace(); t.ParseFromString(open(sys.argv[1], 'rb').read())\n\
+        names = {th.tid: th.name for p in t.packet if p.HasField('process_tree') for th in p.process_tree.threads}\n\
+        print('threads', sorted(names.items()))\n\
+        for p in t.packet:\n\
+        \x20   for e in p.ftrace_events.event:\n\
+        \x20       if e.WhichOneof('event') == 'sched_switch':\n\
+        \x20           s = e.sched_switch\n\
+        \x20           print(p.ftrace_events.cpu, e.timestamp // 1000, s.prev_pid, s.next_pid)\n";
+    let out = Command::new("python3").args(["-c", script, proto.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let decoded = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(decoded.starts_with("threads [(1000, 'sleeper'), (1001, 'hog')]"), "{decoded}");
+    // The same switches, in the same order, as the ftrace text of the run.
+    let field =
+        |l: &str, k: &str| l.split(k).nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("").to_string();
+    let from_text: Vec<String> = std::fs::read_to_string(&text)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("sched_switch:"))
+        .map(|l| {
+            let cpu: u32 = field(l, "[").trim_end_matches(']').parse().unwrap();
+            let ts = l.split(": sched_switch").next().unwrap().rsplit(' ').next().unwrap().replace('.', "");
+            format!("{cpu} {} {} {}", ts.trim_start_matches('0'), field(l, "prev_pid="), field(l, "next_pid="))
+        })
+        .collect();
+    let from_proto: Vec<String> = decoded
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            format!("{} {} {} {}", f[0], f[1], f[2], f[3])
+        })
+        .collect();
+    let _ = (std::fs::remove_file(&proto), std::fs::remove_file(&text));
+    assert!(from_text.len() > 20, "{from_text:?}");
+    assert_eq!(from_proto, from_text);
+}

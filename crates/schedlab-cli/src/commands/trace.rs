@@ -1,4 +1,5 @@
-//! `schedlab trace`: one simulated run written as an ftrace text or Perfetto JSON trace.
+//! `schedlab trace`: one simulated run written as an ftrace text, Perfetto
+//! protobuf or Chrome JSON trace.
 
 use crate::args::Common;
 use crate::simulate::{load_workload, one_scheduler, simulate_observed};
@@ -8,11 +9,14 @@ use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
 pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, format: Option<String>) -> Result<()> {
     one_scheduler("trace", &sched)?;
     let w = load_workload(&common)?;
+    let ext = output.extension().and_then(|e| e.to_str()).unwrap_or_default();
     let format = match format.as_deref() {
         Some("ftrace") => TraceFormat::Ftrace,
-        Some("perfetto" | "json") => TraceFormat::Perfetto,
-        Some(other) => bail!("unknown trace format '{other}': use ftrace or perfetto"),
-        None if output.extension().is_some_and(|e| e == "json") => TraceFormat::Perfetto,
+        Some("perfetto") => TraceFormat::PerfettoProto,
+        Some("json") => TraceFormat::Perfetto,
+        Some(other) => bail!("unknown trace format '{other}': use ftrace, perfetto (protobuf) or json"),
+        None if ext == "perfetto-trace" || ext == "pftrace" => TraceFormat::PerfettoProto,
+        None if ext == "json" => TraceFormat::Perfetto,
         None => TraceFormat::Ftrace,
     };
     // The scheduler's name is checked before anything is written.

@@ -6,6 +6,7 @@
 
 pub mod ftrace;
 pub mod input;
+pub mod perfetto_proto;
 pub mod presets;
 pub mod replay;
 pub mod rtapp;

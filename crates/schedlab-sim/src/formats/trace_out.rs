@@ -1,8 +1,10 @@
 //! Writing a simulated schedule as the traces people already open: the
 //! kernel's ftrace text (sched_switch, sched_waking, sched_wakeup,
 //! sched_wakeup_new, sched_migrate_task in the layout of Linux 6.x's
-//! `trace` file, so trace-cmd, Perfetto and [`crate::formats::ftrace::parse`] read it
-//! as a real one) and the Chrome/Perfetto JSON trace format with one track
+//! `trace` file, so Perfetto and [`crate::formats::ftrace::parse`] read it
+//! as a real one), Perfetto's own protobuf trace (the same events as
+//! per-CPU ftrace bundles, which Perfetto's UI shows as CPU tracks and
+//! thread states) and the Chrome/Perfetto JSON trace format with one track
 //! per CPU.
 //!
 //! Simulated tasks get pid 1000 + task id and their task spec's name as
@@ -10,6 +12,7 @@
 //! pid 0. Wakeup events are printed on the target CPU (the kernel prints
 //! them on the waker's).
 
+use super::perfetto_proto as pp;
 use crate::engine::{Observer, TraceEvent};
 use crate::policy::{Sys, TaskId, TaskState};
 use crate::time::Nanos;
@@ -19,7 +22,10 @@ use std::io::Write;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceFormat {
     Ftrace,
+    /// Chrome/Perfetto JSON: one slice track per CPU.
     Perfetto,
+    /// Perfetto's protobuf (`.perfetto-trace`): ftrace sched events.
+    PerfettoProto,
 }
 
 /// An [`Observer`] that streams the schedule to a writer. Write errors are
@@ -32,6 +38,8 @@ pub struct TraceWriter<'a> {
     /// Perfetto: the slice open on each CPU (comm, pid, start).
     open: Vec<Option<(String, u32, Nanos)>>,
     first_event: bool,
+    /// Protobuf: each thread's tid and comm, for the process tree.
+    threads: std::collections::BTreeMap<u32, String>,
 }
 
 pub const PID_BASE: u32 = 1000;
@@ -59,8 +67,15 @@ fn header(w: &Workload, sys: &Sys, cpu: u32, running: Option<TaskId>, now: Nanos
 
 impl<'a> TraceWriter<'a> {
     pub fn new(w: &'a Workload, out: Box<dyn Write + 'a>, format: TraceFormat) -> TraceWriter<'a> {
-        let mut tw =
-            TraceWriter { w, out, format, error: None, open: vec![None; w.nr_cpus() as usize], first_event: true };
+        let mut tw = TraceWriter {
+            w,
+            out,
+            format,
+            error: None,
+            open: vec![None; w.nr_cpus() as usize],
+            first_event: true,
+            threads: Default::default(),
+        };
         match format {
             TraceFormat::Ftrace => {
                 let n = w.nr_cpus();
@@ -84,8 +99,96 @@ impl<'a> TraceWriter<'a> {
                     ));
                 }
             }
+            TraceFormat::PerfettoProto => {}
         }
         tw
+    }
+
+    /// One packet of the protobuf trace, as a `Trace.packet` field.
+    fn packet(&mut self, p: pp::TracePacket) {
+        use prost::Message;
+        let bytes = pp::Trace { packet: vec![p] }.encode_to_vec();
+        if self.error.is_none()
+            && let Err(e) = self.out.write_all(&bytes)
+        {
+            self.error = Some(e);
+        }
+    }
+
+    fn proto(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
+        let w = self.w;
+        let mut name = |t: TaskId| {
+            let c = comm(w, sys, t);
+            self.threads.insert(PID_BASE + t, c.clone());
+            c
+        };
+        let (cpu, pid, event) = match ev {
+            TraceEvent::Switch { cpu, prev, prev_state, next } => {
+                let (pc, pp_, ppr, state) = match prev {
+                    Some(p) => (
+                        name(p),
+                        PID_BASE + p,
+                        prio(sys, p),
+                        match prev_state {
+                            TaskState::Runnable | TaskState::Running => 0,
+                            TaskState::Exited => 16,
+                            _ => 1,
+                        },
+                    ),
+                    None => (format!("swapper/{cpu}"), 0, 120, 0),
+                };
+                let (nc, np, npr) = match next {
+                    Some(n) => (name(n), PID_BASE + n, prio(sys, n)),
+                    None => (format!("swapper/{cpu}"), 0, 120),
+                };
+                let e = pp::Event::SchedSwitch(pp::SchedSwitch {
+                    prev_comm: Some(pc),
+                    prev_pid: Some(pp_ as i32),
+                    prev_prio: Some(ppr),
+                    prev_state: Some(state),
+                    next_comm: Some(nc),
+                    next_pid: Some(np as i32),
+                    next_prio: Some(npr),
+                });
+                (cpu, pp_, vec![e])
+            }
+            TraceEvent::Wakeup { task, cpu, new } => {
+                let wake = pp::SchedWake {
+                    comm: Some(name(task)),
+                    pid: Some((PID_BASE + task) as i32),
+                    prio: Some(prio(sys, task)),
+                    success: Some(1),
+                    target_cpu: Some(cpu as i32),
+                };
+                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let events = if new {
+                    vec![pp::Event::SchedWakeupNew(wake)]
+                } else {
+                    vec![pp::Event::SchedWaking(wake.clone()), pp::Event::SchedWakeup(wake)]
+                };
+                (cpu, running, events)
+            }
+            TraceEvent::Migrate { task, from, to } => {
+                let running = sys.cpus[from as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let e = pp::Event::SchedMigrateTask(pp::SchedMigrateTask {
+                    comm: Some(name(task)),
+                    pid: Some((PID_BASE + task) as i32),
+                    prio: Some(prio(sys, task)),
+                    orig_cpu: Some(from as i32),
+                    dest_cpu: Some(to as i32),
+                });
+                (from, running, vec![e])
+            }
+        };
+        let event = event
+            .into_iter()
+            .map(|e| pp::FtraceEvent { timestamp: Some(now), pid: Some(pid), event: Some(e) })
+            .collect();
+        self.packet(pp::TracePacket {
+            ftrace_events: Some(pp::FtraceEventBundle { cpu: Some(cpu), event }),
+            trusted_packet_sequence_id: Some(1),
+            ..Default::default()
+        });
     }
 
     fn put(&mut self, text: String) {
@@ -121,6 +224,31 @@ impl<'a> TraceWriter<'a> {
                 self.close_slice(cpu, end);
             }
             self.put("\n]}\n".to_string());
+        }
+        if self.format == TraceFormat::PerfettoProto {
+            // Every simulated task is a process of its own (tgid = tid),
+            // named by its comm.
+            let threads = std::mem::take(&mut self.threads);
+            let tree = pp::ProcessTree {
+                processes: threads
+                    .iter()
+                    .map(|(&tid, c)| pp::Process { pid: Some(tid as i32), ppid: Some(1), cmdline: vec![c.clone()] })
+                    .collect(),
+                threads: threads
+                    .iter()
+                    .map(|(&tid, c)| pp::Thread {
+                        tid: Some(tid as i32),
+                        name: Some(c.clone()),
+                        tgid: Some(tid as i32),
+                    })
+                    .collect(),
+            };
+            self.packet(pp::TracePacket {
+                timestamp: Some(end),
+                process_tree: Some(tree),
+                trusted_packet_sequence_id: Some(1),
+                ..Default::default()
+            });
         }
         if self.error.is_none()
             && let Err(e) = self.out.flush()
@@ -193,6 +321,7 @@ impl Observer for TraceWriter<'_> {
     fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
         match self.format {
             TraceFormat::Ftrace => self.ftrace(now, sys, ev),
+            TraceFormat::PerfettoProto => self.proto(now, sys, ev),
             TraceFormat::Perfetto => {
                 if let TraceEvent::Switch { cpu, next, .. } = ev {
                     self.close_slice(cpu, now);
