@@ -808,3 +808,44 @@ fn a_perfetto_protobuf_trace_decodes_with_perfettos_own_protos() {
     assert!(from_text.len() > 20, "{from_text:?}");
     assert_eq!(from_proto, from_text);
 }
+
+#[test]
+fn replay_reads_a_perfetto_trace_of_compact_sched_bundles() {
+    let probe =
+        Command::new("python3").args(["-c", "from perfetto.protos.perfetto.trace import perfetto_trace_pb2"]).output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must run the Perfetto test: pip install perfetto");
+        skip("python3's perfetto package is not installed (pip install perfetto)");
+        return;
+    }
+    // What Perfetto's traced records by default: compact_sched, written by
+    // Perfetto's own protos. CPU 0 runs A 1-5 ms, B 5-9 ms (A preempted),
+    // A 9-13 ms (B asleep), then idles; B is woken at 12 ms.
+    let trace = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cs-{}.pftrace", std::process::id()));
+    let script = "import sys\nfrom perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb\n\
+        t = pb.Trace(); p = t.packet.add(); p.trusted_packet_sequence_id = 1\n\
+        b = p.ftrace_events; b.cpu = 0; c = b.compact_sched\n\
+        c.intern_table.extend(['A', 'B', 'swapper/0'])\n\
+        base = 5_000_000_000; ms = 1_000_000\n\
+        ts = [base + 1*ms, base + 5*ms, base + 9*ms, base + 13*ms]\n\
+        c.switch_timestamp.extend([ts[0]] + [ts[i] - ts[i-1] for i in range(1, 4)])\n\
+        c.switch_prev_state.extend([0, 256, 1, 1])\n\
+        c.switch_next_pid.extend([10, 11, 10, 0])\n\
+        c.switch_next_prio.extend([120, 120, 120, 120])\n\
+        c.switch_next_comm_index.extend([0, 1, 0, 2])\n\
+        c.waking_timestamp.append(base + 12*ms); c.waking_pid.append(11); c.waking_target_cpu.append(0)\n\
+        c.waking_prio.append(120); c.waking_comm_index.append(1); c.waking_common_flags.append(1)\n\
+        open(sys.argv[1], 'wb').write(t.SerializeToString())\n";
+    let out = Command::new("python3").args(["-c", script, trace.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = schedlab(&["replay", trace.to_str().unwrap(), "--sched", "cfs", "--json"]);
+    let _ = std::fs::remove_file(&trace);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let cpu = |name: &str| {
+        reports[0]["tasks"].as_array().unwrap().iter().find(|t| t["name"] == name).map(|t| t["cpu_time_ns"].clone())
+    };
+    assert_eq!(cpu("A-10"), Some(serde_json::json!(8_000_000)), "{}", reports[0]["tasks"]);
+    assert_eq!(cpu("B-11"), Some(serde_json::json!(4_000_000)), "{}", reports[0]["tasks"]);
+    assert_eq!(reports[0]["totals"]["involuntary_switches"], 1, "A's preemption (R+), from its state bits");
+}

@@ -1,8 +1,9 @@
 //! Binary traces given to `replay`: perf.data and trace-cmd's trace.dat
 //! are read through their own tools' text output (`perf script`,
-//! `trace-cmd report`), which the trace parser reads (formats::ftrace);
-//! a Perfetto protobuf and any other binary file are named with what to
-//! do. The tools are the formats' reference readers: they know every
+//! `trace-cmd report`), which the trace parser reads (formats::ftrace); a
+//! Perfetto protobuf is decoded here (formats::perfetto_proto: sched
+//! events and compact_sched bundles); any other binary file is named with
+//! what replay takes. The tools are the formats' reference readers: they know every
 //! kernel's tracepoint layout, which perf.data and trace.dat carry and a
 //! reader of our own would have to follow version by version.
 
@@ -73,13 +74,23 @@ pub(crate) fn text_of(path: &Path) -> Result<Option<String>> {
             tool_text("trace-cmd", &args, &format!("{shown} is a trace-cmd trace.dat file"), "apt install trace-cmd")
                 .map(Some)
         }
-        Some(Binary::Perfetto) => bail!(
-            "{shown} looks like a Perfetto protobuf trace, which replay does not read: convert it to ftrace text \
-             with Perfetto's traceconv (`traceconv systrace {shown} trace.txt`) and replay trace.txt"
-        ),
+        Some(Binary::Perfetto) => {
+            let max = schedlab_sim::formats::input::MAX_INPUT_BYTES;
+            if std::fs::metadata(path).map_or(0, |m| m.len()) > max {
+                bail!("{shown} is over {} MiB; replay reads traces of at most that", max >> 20);
+            }
+            let bytes = std::fs::read(path).map_err(|e| anyhow!("cannot read {shown}: {e}"))?;
+            schedlab_sim::formats::perfetto_proto::to_ftrace_text(&bytes).map(Some).map_err(|e| {
+                anyhow!(
+                    "{shown} looks like a Perfetto trace, but {e}; Perfetto's traceconv converts any of its traces \
+                     to text (`traceconv systrace {shown} trace.txt`)"
+                )
+            })
+        }
         Some(Binary::Other) => bail!(
             "{shown} is a binary file, not a trace replay reads: give tracefs text (a `trace` file, `schedlab \
-             record`), `perf script` or `trace-cmd report` output (or gzip of any), perf.data, or trace.dat"
+             record`), `perf script` or `trace-cmd report` output (or gzip of any), perf.data, trace.dat, or a \
+             Perfetto protobuf trace"
         ),
     }
 }

@@ -185,7 +185,7 @@ impl<'a> TraceWriter<'a> {
             .map(|e| pp::FtraceEvent { timestamp: Some(now), pid: Some(pid), event: Some(e) })
             .collect();
         self.packet(pp::TracePacket {
-            ftrace_events: Some(pp::FtraceEventBundle { cpu: Some(cpu), event }),
+            ftrace_events: Some(pp::FtraceEventBundle { cpu: Some(cpu), event, compact_sched: None }),
             trusted_packet_sequence_id: Some(1),
             ..Default::default()
         });
