@@ -177,7 +177,7 @@ pub(crate) enum Command {
     },
     /// Check each simulated policy against its own kernel booted under QEMU
     /// on a fixed set of experiments, and write validation.md with the
-    /// simulated and real figures side by side (about 25 minutes; --quick,
+    /// simulated and real figures side by side (about 45 minutes; --quick,
     /// three decision-only experiments, about 20 s per kernel).
     Validate {
         /// Directory for validation.md and the real runs' reports (default:
