@@ -755,11 +755,7 @@ fn a_signal_ignored_at_start_stays_ignored() {
 fn a_perfetto_protobuf_trace_decodes_with_perfettos_own_protos() {
     // Perfetto's descriptors from its PyPI package (CI installs it): an
     // independent reader of the bytes schedlab writes.
-    let probe =
-        Command::new("python3").args(["-c", "from perfetto.protos.perfetto.trace import perfetto_trace_pb2"]).output();
-    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the Perfetto test: pip install perfetto");
-        skip("python3's perfetto package is not installed (pip install perfetto)");
+    if !perfetto_protos() {
         return;
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -811,11 +807,7 @@ fn a_perfetto_protobuf_trace_decodes_with_perfettos_own_protos() {
 
 #[test]
 fn replay_reads_a_perfetto_trace_of_compact_sched_bundles() {
-    let probe =
-        Command::new("python3").args(["-c", "from perfetto.protos.perfetto.trace import perfetto_trace_pb2"]).output();
-    if !probe.as_ref().is_ok_and(|o| o.status.success()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the Perfetto test: pip install perfetto");
-        skip("python3's perfetto package is not installed (pip install perfetto)");
+    if !perfetto_protos() {
         return;
     }
     // What Perfetto's traced records by default: compact_sched, written by
@@ -848,4 +840,17 @@ fn replay_reads_a_perfetto_trace_of_compact_sched_bundles() {
     assert_eq!(cpu("A-10"), Some(serde_json::json!(8_000_000)), "{}", reports[0]["tasks"]);
     assert_eq!(cpu("B-11"), Some(serde_json::json!(4_000_000)), "{}", reports[0]["tasks"]);
     assert_eq!(reports[0]["totals"]["involuntary_switches"], 1, "A's preemption (R+), from its state bits");
+}
+
+/// Whether python3 has Perfetto's published protos (its PyPI package, which
+/// CI installs); says why a test skips when not, and fails under CI.
+fn perfetto_protos() -> bool {
+    let probe =
+        Command::new("python3").args(["-c", "from perfetto.protos.perfetto.trace import perfetto_trace_pb2"]).output();
+    if probe.as_ref().is_ok_and(|o| o.status.success()) {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must run the Perfetto tests: pip install perfetto");
+    skip("python3's perfetto package is not installed (pip install perfetto)");
+    false
 }
