@@ -347,8 +347,17 @@ fn record_checks_its_output_first_and_keeps_the_trace_on_sigterm() {
     assert!(err.contains("stopped by SIGTERM"), "{err}");
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("sched_switch"), "the trace up to the signal is written");
-    let instance = format!("/sys/kernel/tracing/instances/schedlab-{}", child.id());
-    assert!(!std::path::Path::new(&instance).exists(), "{instance} left tracing the machine");
+    // The run's instance is schedlab-PID-nsINODE.
+    let prefix = format!("schedlab-{}-", child.id());
+    let left: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?} left tracing the machine");
     let _ = std::fs::remove_file(&trace);
 }
 

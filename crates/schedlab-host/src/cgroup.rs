@@ -83,7 +83,7 @@ impl Cgroups {
                 "no cgroup cpu controller is mounted; running without groups".into()
             });
         };
-        let base = root.join(format!("{DIR_PREFIX}{}", std::process::id()));
+        let base = root.join(format!("{DIR_PREFIX}{}", crate::signals::run_name()));
         let mut cg = Cgroups { dirs: vec![None; groups.len()], created: Vec::new() };
         std::fs::create_dir(&base).map_err(|e| {
             format!(

@@ -57,16 +57,17 @@ mod tests {
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp).unwrap();
         // 4000002 is above any pid_max: no such process runs.
-        let marked = tmp.join("schedlab-vm-4000002-abc");
+        let ns = crate::signals::pid_namespace();
+        let marked = tmp.join(format!("schedlab-vm-4000002-ns{ns}-abc"));
         std::fs::create_dir(&marked).unwrap();
         std::fs::write(marked.join(VM_MARKER), "4000002").unwrap();
         std::fs::write(marked.join("initrd.cpio"), "x").unwrap();
         // A user's directory that only looks like one, and one whose marker
         // names another run.
-        let users = tmp.join("schedlab-vm-4000002-mydata");
+        let users = tmp.join(format!("schedlab-vm-4000002-ns{ns}-mydata"));
         std::fs::create_dir(&users).unwrap();
         std::fs::write(users.join("thesis.tex"), "x").unwrap();
-        let other = tmp.join("schedlab-vm-4000003-x");
+        let other = tmp.join(format!("schedlab-vm-4000003-ns{ns}-x"));
         std::fs::create_dir(&other).unwrap();
         std::fs::write(other.join(VM_MARKER), "4000002").unwrap();
         let said = remove_stale_vm_dirs(&tmp);

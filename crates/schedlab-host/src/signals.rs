@@ -87,17 +87,77 @@ pub fn process_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// The entries of `dir` named `prefix` + PID (+ anything after a '-') whose
-/// process is gone: what a run that was SIGKILLed (or died by OOM or abort)
-/// left behind. Its own are never returned.
+/// The inode of the initial PID namespace (PROC_PID_INIT_INO).
+const INIT_PID_NS: u64 = 0xEFFF_FFFC;
+
+/// This process's PID namespace, by the inode of /proc/self/ns/pid (the
+/// initial one where /proc cannot say).
+pub fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(INIT_PID_NS, |m| m.ino())
+}
+
+/// What names this run's cgroups, tracefs instance and temporary
+/// directories: its PID and its PID namespace (`1234-ns4026531836`). A PID
+/// alone is another process's in another namespace (containers run CI):
+/// two runs there would share `schedlab-1`, and one would take the other
+/// for dead.
+pub fn run_name() -> String {
+    format!("{}-ns{}", std::process::id(), pid_namespace())
+}
+
+/// The entries of `dir` named `prefix` + a run's name (+ anything after a
+/// '-') whose process is gone: what a run that was SIGKILLed (or died by
+/// OOM or abort) left behind. Its own are never returned, nor those of
+/// runs in another PID namespace, whose liveness this one cannot see;
+/// names of before the namespace was part of them count as the initial
+/// namespace's.
 pub fn stale_entries(dir: &std::path::Path, prefix: &str) -> Vec<(std::path::PathBuf, u32)> {
+    stale_entries_in(dir, prefix, pid_namespace())
+}
+
+fn stale_entries_in(dir: &std::path::Path, prefix: &str, ns: u64) -> Vec<(std::path::PathBuf, u32)> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let pid = name.strip_prefix(prefix)?.split('-').next()?.parse::<u32>().ok()?;
-            (pid != std::process::id() && !process_alive(pid)).then(|| (e.path(), pid))
+            let mut parts = name.strip_prefix(prefix)?.split('-');
+            let pid = parts.next()?.parse::<u32>().ok()?;
+            let their_ns = parts.next().and_then(|p| p.strip_prefix("ns")?.parse::<u64>().ok()).unwrap_or(INIT_PID_NS);
+            let ours = their_ns == ns;
+            (ours && pid != std::process::id() && !process_alive(pid)).then(|| (e.path(), pid))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_dead_runs_of_this_pid_namespace_are_stale() {
+        let dir = std::env::temp_dir().join(format!("schedlab-stale-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // 4000002 is above any pid_max: no such process runs here.
+        for name in ["x-4000002-ns77", "x-4000003-ns88", "x-4000004", "x-1-ns77"] {
+            std::fs::create_dir(dir.join(name)).unwrap();
+        }
+        let names = |ns| {
+            let mut v: Vec<String> = stale_entries_in(&dir, "x-", ns)
+                .into_iter()
+                .map(|(p, _)| p.file_name().unwrap().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        // In namespace 77: its dead run; not namespace 88's, whose PIDs it
+        // cannot see; PID 1 of namespace 77 is alive (init).
+        assert_eq!(names(77), ["x-4000002-ns77"]);
+        // In the initial namespace: an unnamespaced (older) name too.
+        assert_eq!(names(INIT_PID_NS), ["x-4000004"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(run_name().starts_with(&format!("{}-ns", std::process::id())));
+    }
 }

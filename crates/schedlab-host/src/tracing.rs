@@ -119,7 +119,7 @@ impl Tracer {
     /// machine, as `trace-cmd record -e sched` records.
     pub fn with_events(nr_cpus: usize, events: &[&str], what: &str, follow_self: bool) -> Result<Tracer, String> {
         let root = tracefs_root()?;
-        let dir = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", std::process::id()));
+        let dir = root.join("instances").join(format!("{INSTANCE_PREFIX}{}", crate::signals::run_name()));
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create tracefs instance {} ({e}); run as root for {what}", dir.display()))?;
         let t = Tracer { dir, nr_cpus, events: events.iter().map(|e| event_path(e)).collect() };

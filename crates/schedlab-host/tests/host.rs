@@ -34,7 +34,7 @@ fn leftovers(kind: &str) -> Vec<String> {
         if let Ok(rd) = std::fs::read_dir(dir) {
             for e in rd.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if name == format!("schedlab-{pid}") {
+                if name == format!("schedlab-{pid}") || name.starts_with(&format!("schedlab-{pid}-")) {
                     found.push(format!("{kind}: {dir}/{name}"));
                 }
             }
@@ -382,7 +382,8 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next() {
     let pid = dead_pid();
     let mut planted = Vec::new();
     for root in ["/sys/kernel/tracing/instances", "/sys/fs/cgroup/cpu"] {
-        let dir = std::path::Path::new(root).join(format!("schedlab-{pid}"));
+        let ns = schedlab_host::signals::pid_namespace();
+        let dir = std::path::Path::new(root).join(format!("schedlab-{pid}-ns{ns}"));
         if std::fs::create_dir(&dir).is_ok() {
             planted.push(dir.clone());
             if root.contains("cgroup") {

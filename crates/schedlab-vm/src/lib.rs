@@ -431,7 +431,7 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
     // to be schedlab's).
     let mut warnings = schedlab_host::leftovers::sweep();
     let dir = tempfile::Builder::new()
-        .prefix(&format!("{}{}-", schedlab_host::leftovers::VM_TEMP_PREFIX, std::process::id()))
+        .prefix(&format!("{}{}-", schedlab_host::leftovers::VM_TEMP_PREFIX, schedlab_host::signals::run_name()))
         .tempdir()
         .map_err(|e| VmError::Setup(format!("cannot create a temporary directory: {e}")))?;
     schedlab_host::leftovers::mark_vm_dir(dir.path())
