@@ -863,3 +863,12 @@ fn perfetto_protos() -> bool {
     skip("python3's perfetto package is not installed (pip install perfetto)");
     false
 }
+
+#[test]
+fn compare_says_which_schedulers_ignored_the_groups() {
+    let out = schedlab(&["compare", "group-isolation", "--sched", "eevdf,bmq", "--duration", "200ms"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("absent: cgroups (cpu.weight, cpu.max): bmq has no group scheduling"), "{text}");
+    assert!(!text.contains("eevdf has no group scheduling"), "{text}");
+}

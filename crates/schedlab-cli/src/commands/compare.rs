@@ -98,6 +98,16 @@ fn print_comparison(common: &Common, heading: &str, reports: &[Report], tasks: b
     if !structured_output(common, reports, tasks, false)? {
         println!("{heading}\n");
         print!("{}", render::comparison_table(reports));
+        // What a scheduler could not honour (cgroups, SCHED_ISO), as `run`
+        // says under its report: a row of it is not the workload's.
+        let absent: Vec<String> =
+            reports.iter().flat_map(|r| r.absent.iter().map(|a| format!("absent: {a}"))).collect();
+        if !absent.is_empty() {
+            println!();
+            for a in absent {
+                println!("{a}");
+            }
+        }
         if tasks {
             println!("\nCPU share per task, % of one CPU:");
             print!("{}", render::task_share_table(reports, None));
