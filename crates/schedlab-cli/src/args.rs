@@ -269,7 +269,8 @@ pub(crate) struct Common {
     /// Number of CPUs (a flat topology), replacing the workload's machine.
     #[arg(long)]
     pub(crate) cpus: Option<u32>,
-    /// Set a scheduler tunable by its kernel name, e.g. base_slice_ns=3000000.
+    /// Set a scheduler tunable by its kernel name, e.g. base_slice_ns=3000000;
+    /// SCHED:NAME=VALUE sets it for that scheduler alone (eevdf:base_slice_ns=...).
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_kv)]
     pub(crate) set: Vec<(String, i64)>,
     /// Set a workload parameter from its [params], e.g. threads=64.

@@ -31,7 +31,28 @@ pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload>
 }
 
 pub(crate) fn simulate(w: &Workload, sched: &str) -> Result<Report> {
-    schedlab_policies::simulate(w, sched).map_err(|e| anyhow!(e))
+    let w = for_scheduler(w, sched);
+    schedlab_policies::simulate(&w, sched).map_err(|e| anyhow!(e))
+}
+
+/// `w` as `sched` runs it: a tunable set as `SCHED:NAME=VALUE` (`--set
+/// rr:rr_slice_ns=...` beside eevdf in one compare) reaches that scheduler
+/// alone, under its own name; unscoped ones reach every scheduler.
+pub(crate) fn for_scheduler<'w>(w: &'w Workload, sched: &str) -> std::borrow::Cow<'w, Workload> {
+    if !w.tunables.keys().any(|k| k.contains(':')) {
+        return std::borrow::Cow::Borrowed(w);
+    }
+    let mut own = w.clone();
+    own.tunables = w
+        .tunables
+        .iter()
+        .filter_map(|(k, v)| match k.split_once(':') {
+            None => Some((k.clone(), *v)),
+            Some((s, name)) if s == sched => Some((name.to_string(), *v)),
+            Some(_) => None,
+        })
+        .collect();
+    std::borrow::Cow::Owned(own)
 }
 
 /// `w` simulated on each of `names`, in parallel, reports in that order.
@@ -41,7 +62,8 @@ pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report
 
 /// A simulated run whose events `observer` sees as they happen.
 pub(crate) fn simulate_observed<'w>(w: &'w Workload, sched: &str, observer: &'w mut dyn Observer) -> Result<Report> {
-    schedlab_policies::simulate_observed(w, sched, observer).map_err(|e| anyhow!(e))
+    let w = for_scheduler(w, sched);
+    schedlab_policies::simulate_observed(&w, sched, observer).map_err(|e| anyhow!(e))
 }
 
 /// A simulated run that also keeps the schedule between `window.0` and
@@ -70,8 +92,17 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
             schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
         }
     }
+    // A tunable scoped to one scheduler (SCHED:NAME) must name one compared;
+    // its name is checked when that scheduler is built.
+    for key in w.tunables.keys() {
+        if let Some((s, _)) = key.split_once(':')
+            && !names.iter().any(|n| n == s)
+        {
+            bail!("--set {key}: {s} is not among the schedulers run ({}); give --sched {s},...", names.join(","));
+        }
+    }
     // A tunable is one policy's: say which of those compared have it.
-    if w.tunables.is_empty() {
+    if w.tunables.keys().all(|k| k.contains(':')) {
         return Ok(names);
     }
     let mut bare = w.clone();
@@ -84,7 +115,7 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
                 .unwrap_or_default()
         })
         .collect();
-    for tunable in w.tunables.keys() {
+    for tunable in w.tunables.keys().filter(|k| !k.contains(':')) {
         let (have, lack): (Vec<_>, Vec<_>) = names.iter().zip(&known).partition(|(_, k)| k.contains(&tunable.as_str()));
         if !lack.is_empty() {
             let list = |v: &[(&String, &Vec<&str>)]| v.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(",");

@@ -872,3 +872,23 @@ fn compare_says_which_schedulers_ignored_the_groups() {
     assert!(text.contains("absent: cgroups (cpu.weight, cpu.max): bmq has no group scheduling"), "{text}");
     assert!(!text.contains("eevdf has no group scheduling"), "{text}");
 }
+
+#[test]
+fn a_tunable_can_be_set_for_one_scheduler_of_a_compare() {
+    let p99 = |extra: &[&str]| -> Vec<u64> {
+        let mut args = vec!["compare", "sleeper-hog", "--sched", "cfs,eevdf", "--duration", "1s", "--json"];
+        args.extend_from_slice(extra);
+        let out = schedlab(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        r.as_array().unwrap().iter().map(|x| x["wakeup_latency"]["p99"].as_u64().unwrap()).collect()
+    };
+    let plain = p99(&[]);
+    let scoped = p99(&["--set", "eevdf:base_slice_ns=10000000"]);
+    assert_eq!(scoped[0], plain[0], "cfs keeps its own");
+    assert!(scoped[1] > plain[1], "eevdf's longer slice delays the sleeper: {plain:?} -> {scoped:?}");
+    fails_with(
+        &["compare", "sleeper-hog", "--sched", "cfs,eevdf", "--set", "bmq:x=1"],
+        "bmq is not among the schedulers run",
+    );
+}
