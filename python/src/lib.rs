@@ -138,9 +138,13 @@ fn run_policy(
     let w = workload(spec, inline, &ov).map_err(PyValueError::new_err)?;
     let policy = policy::PyPolicy::new(py, &class, &w)?;
     let name = policy.name();
-    let report = py
-        .detach(|| Engine::new(&w, Box::new(policy), EngineOptions::default()).run())
-        .map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
+    let interrupt = policy.interrupt.clone();
+    let run = py.detach(|| Engine::new(&w, Box::new(policy), EngineOptions::default()).run());
+    // Ctrl-C (or sys.exit) in a hook ends the call as itself.
+    if let Some(e) = interrupt.lock().ok().and_then(|mut slot| slot.take()) {
+        return Err(e);
+    }
+    let report = run.map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
     result_of(&report, false).map_err(PyValueError::new_err)
 }
 

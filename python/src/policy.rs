@@ -151,6 +151,12 @@ pub struct PyPolicy {
     sys: Py<PySys>,
     name: &'static str,
     defined: Defined,
+    /// A hook failed: the run ends after this event, and no other hook is
+    /// called meanwhile (a hook must not see the state a failure left).
+    failed: std::sync::atomic::AtomicBool,
+    /// A KeyboardInterrupt or SystemExit a hook raised, re-raised as it is
+    /// when the run ends (not folded into a ValueError).
+    pub interrupt: std::sync::Arc<std::sync::Mutex<Option<PyErr>>>,
 }
 
 /// Names of Python policies, each kept once for the process (a report
@@ -198,7 +204,14 @@ impl PyPolicy {
             timer: has("timer"),
         };
         let sys = Py::new(py, PySys { sys: Cell::new(std::ptr::null_mut()) })?;
-        Ok(PyPolicy { obj: obj.unbind(), sys, name: intern_name(&name), defined })
+        Ok(PyPolicy {
+            obj: obj.unbind(),
+            sys,
+            name: intern_name(&name),
+            defined,
+            failed: Default::default(),
+            interrupt: Default::default(),
+        })
     }
 
     /// Calls hook `method` with (sys, *args) and reads its result with
@@ -214,6 +227,9 @@ impl PyPolicy {
     where
         A: IntoIterator<Item = Arg>,
     {
+        if self.failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         Python::attach(|py| {
             let handle = self.sys.bind(py);
             handle.borrow().sys.set(sys as *mut Sys);
@@ -224,10 +240,21 @@ impl PyPolicy {
             let read = match result {
                 Ok(v) => read(&v),
                 Err(e) => {
-                    Err(format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string())))
+                    let what =
+                        format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string()));
+                    let stop = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+                        || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py);
+                    if stop && let Ok(mut slot) = self.interrupt.lock() {
+                        slot.get_or_insert(e);
+                    }
+                    Err(what)
                 }
             };
-            read.map_err(|what| sys.fail(format!("the Python hook {method} {what}"))).ok()
+            read.map_err(|what| {
+                self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                sys.fail(format!("the Python hook {method} {what}"))
+            })
+            .ok()
         })
     }
 }

@@ -255,6 +255,25 @@ def test_a_python_policy_that_breaks_a_rule_gets_the_rule():
         schedlab.run(sleeper, sched=RoundRobin, set={"base_slice_ns": 3_000_000})
 
 
+def test_ctrl_c_in_a_hook_is_a_keyboard_interrupt_and_no_hook_runs_after_it():
+    calls = []
+
+    class Interrupted(RoundRobin):
+        def tick(self, sys, cpu, task):
+            calls.append("tick")
+            raise KeyboardInterrupt
+
+        def account(self, sys, cpu, task, delta):
+            calls.append("account")
+
+    with pytest.raises(KeyboardInterrupt):
+        schedlab.run("sleeper-hog", sched=Interrupted)
+    # Not a ValueError that `except ValueError` would swallow, and nothing
+    # was called after the interrupted hook.
+    assert calls.count("tick") == 1
+    assert calls[-1] == "tick", calls[-3:]
+
+
 def test_a_sweep_keeps_one_summary_row_per_run_not_every_report():
     # 1,300 runs of thread-test with 256 threads held 798 MB as full
     # reports and 79 MB as summary rows (ru_maxrss).
