@@ -892,3 +892,37 @@ fn a_tunable_can_be_set_for_one_scheduler_of_a_compare() {
         "bmq is not among the schedulers run",
     );
 }
+
+#[test]
+fn a_run_in_another_pid_namespace_does_not_claim_a_trace_it_could_not_read() {
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        skip("tracefs is not mounted");
+        return;
+    }
+    let out = Command::new("unshare")
+        .args(["-pf", "--mount-proc", env!("CARGO_BIN_EXE_schedlab")])
+        .args(["host", "sleeper-hog", "--duration", "300ms", "--no-groups"])
+        .output();
+    let out = match out {
+        Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("unshare failed") => o,
+        Ok(o) => {
+            skip(&format!("unshare cannot make a PID namespace here: {}", String::from_utf8_lossy(&o.stderr).trim()));
+            return;
+        }
+        Err(e) => {
+            skip(&format!("unshare cannot run: {e}"));
+            return;
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("run as root") {
+        skip(&err);
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    // tracefs prints the kernel's PIDs, not the namespace's: the figures
+    // come from getrusage, and the report says so.
+    assert!(text.contains("tracing: none: the tracefs instance"), "{text}");
+    assert!(text.contains("context switches"), "{text}");
+}

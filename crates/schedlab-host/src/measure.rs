@@ -266,9 +266,17 @@ fn trace_figures(
     }
     let rusage_switches: u64 = results.iter().map(|r| r.voluntary + r.involuntary).sum();
     if figures.as_ref().is_some_and(|f| f.switches == 0 && rusage_switches > 0) {
-        // The trace missed our threads (a filter the kernel did not apply):
-        // trust getrusage rather than report no switches.
+        // The trace missed our threads (a filter the kernel did not apply,
+        // or a PID namespace: tracefs prints the initial namespace's PIDs):
+        // trust getrusage rather than report no switches, and do not claim
+        // a trace the figures did not come from.
         figures = None;
+        host.decisions = None;
+        host.tracing = format!(
+            "none: the {} recorded no event of the run's threads (a PID namespace other than the kernel's, \
+             whose PIDs tracefs prints); switches from getrusage",
+            host.tracing
+        );
     }
     let muqss = sys::is_muqss();
     if muqss && let Some(f) = &figures {
