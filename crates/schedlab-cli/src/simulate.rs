@@ -55,6 +55,20 @@ pub(crate) fn for_scheduler<'w>(w: &'w Workload, sched: &str) -> std::borrow::Co
     std::borrow::Cow::Owned(own)
 }
 
+/// A tunable scoped to one scheduler (`--set SCHED:NAME=VALUE`) must name
+/// one of those run (`names`); its NAME is checked when that scheduler is
+/// built.
+pub(crate) fn check_scopes(w: &Workload, names: &[String]) -> Result<()> {
+    for key in w.tunables.keys() {
+        if let Some((s, _)) = key.split_once(':')
+            && !names.iter().any(|n| n == s)
+        {
+            bail!("--set {key}: {s} is not among the schedulers run ({}); give --sched {s},...", names.join(","));
+        }
+    }
+    Ok(())
+}
+
 /// `w` simulated on each of `names`, in parallel, reports in that order.
 pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report>> {
     names.par_iter().map(|n| simulate(w, n)).collect()
@@ -92,15 +106,7 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
             schedlab_policies::build(n, w).map_err(|e| anyhow!(e))?;
         }
     }
-    // A tunable scoped to one scheduler (SCHED:NAME) must name one compared;
-    // its name is checked when that scheduler is built.
-    for key in w.tunables.keys() {
-        if let Some((s, _)) = key.split_once(':')
-            && !names.iter().any(|n| n == s)
-        {
-            bail!("--set {key}: {s} is not among the schedulers run ({}); give --sched {s},...", names.join(","));
-        }
-    }
+    check_scopes(w, &names)?;
     // A tunable is one policy's: say which of those compared have it.
     if w.tunables.keys().all(|k| k.contains(':')) {
         return Ok(names);

@@ -891,6 +891,22 @@ fn a_tunable_can_be_set_for_one_scheduler_of_a_compare() {
         &["compare", "sleeper-hog", "--sched", "cfs,eevdf", "--set", "bmq:x=1"],
         "bmq is not among the schedulers run",
     );
+    // One scheduler's commands read the scope as compare does.
+    fails_with(&["run", "sleeper-hog", "--sched", "cfs", "--set", "eevdf:base_slice_ns=1"], "eevdf is not among");
+    let trace = temp_file("scoped.trace", "");
+    let out = schedlab(&[
+        "trace",
+        "sleeper-hog",
+        "--sched",
+        "eevdf",
+        "--set",
+        "eevdf:base_slice_ns=10000000",
+        "--duration",
+        "100ms",
+        "-o",
+        trace.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 #[test]

@@ -13,6 +13,7 @@ pub(crate) fn run(common: Common, sched: String, tasks: bool, html: Option<std::
         crate::output::check_output(path, "--html")?;
     }
     let w = load_workload(&common)?;
+    crate::simulate::check_scopes(&w, std::slice::from_ref(&sched))?;
     let report = match &html {
         Some(path) => {
             let (report, timeline) = simulate_with_timeline(&w, &sched, timeline_window(&w, None, TIMELINE_LEN))?;

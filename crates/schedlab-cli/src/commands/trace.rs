@@ -19,8 +19,10 @@ pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, for
         None if ext == "json" => TraceFormat::Perfetto,
         None => TraceFormat::Ftrace,
     };
-    // The scheduler's name is checked before anything is written.
-    schedlab_policies::build(&sched, &w).map_err(|e| anyhow::anyhow!(e))?;
+    // The scheduler and its tunables are checked before anything is
+    // written, with the tunables as it will run them.
+    crate::simulate::check_scopes(&w, std::slice::from_ref(&sched))?;
+    schedlab_policies::build(&sched, &crate::simulate::for_scheduler(&w, &sched)).map_err(|e| anyhow::anyhow!(e))?;
     let (out, file) = crate::output::OutputFile::create(&output)?;
     let kept = file.try_clone().with_context(|| format!("cannot write {}", output.display()))?;
     let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), format);
