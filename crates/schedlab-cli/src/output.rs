@@ -85,16 +85,22 @@ pub(crate) fn check_output(path: &std::path::Path, flag: &str) -> Result<()> {
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
         return Ok(());
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
+    let dir = directory_of(path);
     if !dir.is_dir() {
         anyhow::bail!("{flag} {shown}: the directory {} does not exist", dir.display());
     }
     tempfile::Builder::new().prefix(".schedlab-check.").tempfile_in(dir).map(drop).map_err(|e| {
         anyhow::anyhow!("{flag} {shown}: cannot write in {} ({}): check its permissions", dir.display(), e.kind())
     })
+}
+
+/// The directory a file `path` goes in: its parent, or the current one for
+/// a bare name.
+fn directory_of(path: &std::path::Path) -> &std::path::Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    }
 }
 
 /// A file a command writes whole or not at all: made before the work (a
@@ -123,10 +129,7 @@ impl OutputFile {
         if path.is_dir() {
             anyhow::bail!("{shown} is a directory: give a file's path");
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
+        let dir = directory_of(path);
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         // Created as File::create would (0666 less the umask), not 0600.
         let temp = tempfile::Builder::new()

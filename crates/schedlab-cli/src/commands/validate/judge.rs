@@ -300,7 +300,13 @@ pub(super) fn outcome_of(sim: &[Figure], guest: &[Figure], real: &[Figure], secs
 /// The figures of a row, the simulation's first, then any only the real
 /// runs have.
 pub(super) fn row_keys(row: &Row) -> Vec<&Figure> {
-    let mut keys: Vec<&Figure> = row.sim.iter().collect();
-    keys.extend(row.real.iter().filter(|r| !row.sim.iter().any(|s| s.key == r.key)));
+    figure_keys(&row.sim, &row.real)
+}
+
+/// The figures judged of simulated and real ones: the simulation's first,
+/// then any only the real runs have.
+pub(super) fn figure_keys<'a>(sim: &'a [Figure], real: &'a [Figure]) -> Vec<&'a Figure> {
+    let mut keys: Vec<&Figure> = sim.iter().collect();
+    keys.extend(real.iter().filter(|r| !sim.iter().any(|s| s.key == r.key)));
     keys
 }

@@ -195,13 +195,19 @@ pub fn run(opts: Options) -> Result<()> {
 /// (MuQSS's rqshare, the sched_ext scheduler a BPF model follows), under
 /// which label, and the guest's costs there (measured now, or kept in
 /// `data`) with the line that says what they rest on.
-#[allow(clippy::type_complexity)]
+struct PolicyKernel {
+    label: &'static str,
+    vm_args: VmArgs,
+    guest_costs: Vec<(String, u64)>,
+    guest_notes: String,
+}
+
 fn policy_kernel(
     opts: &Options,
     data: &std::path::Path,
     policy: &'static PolicyInfo,
     kernel_file: &std::path::Path,
-) -> Result<(&'static str, VmArgs, Vec<(String, u64)>, String)> {
+) -> Result<PolicyKernel> {
     let label = policy.kernel.map_or(policy.name, |k| k.0);
     let vm_args = VmArgs {
         accel: opts.accel,
@@ -211,8 +217,8 @@ fn policy_kernel(
         scx: policy.scx.map(String::from),
     };
     let file = data.join(format!("{}-calibration.json", policy.name));
-    let (costs, notes) = guest_costs(&file, opts.reuse, kernel_file, &vm_args, label)?;
-    Ok((label, vm_args, costs, notes))
+    let (guest_costs, guest_notes) = guest_costs(&file, opts.reuse, kernel_file, &vm_args, label)?;
+    Ok(PolicyKernel { label, vm_args, guest_costs, guest_notes })
 }
 
 /// One policy's kernel as validate boots it, and what it has found so far.
@@ -234,7 +240,8 @@ impl<'a> Kernel<'a> {
         policy: &'static PolicyInfo,
         kernel_file: PathBuf,
     ) -> Result<Self> {
-        let (label, vm_args, guest_costs, guest_notes) = policy_kernel(opts, data, policy, &kernel_file)?;
+        let PolicyKernel { label, vm_args, guest_costs, guest_notes } =
+            policy_kernel(opts, data, policy, &kernel_file)?;
         let mut c = Checked {
             policy,
             kernel_file,

@@ -16,6 +16,19 @@ pub(super) struct Tally {
     pub(super) unexplained: usize,
 }
 
+impl Tally {
+    /// Counts one figure of outcome `o`.
+    pub(super) fn add(&mut self, o: Outcome) {
+        self.figures += 1;
+        *match o {
+            Outcome::Within => &mut self.within,
+            Outcome::NotCompared => &mut self.not_compared,
+            Outcome::Explained => &mut self.explained,
+            Outcome::Unexplained => &mut self.unexplained,
+        } += 1;
+    }
+}
+
 /// The page, each policy's tally and the unexplained figures' names.
 pub(super) fn page(
     opts: &Options,
@@ -176,23 +189,14 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
     for f in row_keys(row) {
         let find = |v: &[Figure]| v.iter().find(|x| x.key == f.key).cloned();
         let (sim, guest, real) = (find(&row.sim), find(&row.guest), find(&row.real));
-        tally.figures += 1;
         let (ratio, _) = judge(f.kind, sim.as_ref(), real.as_ref(), row.secs);
-        let mark = match outcome(row, &f.key) {
-            Outcome::Within => {
-                tally.within += 1;
-                String::new()
-            }
-            Outcome::NotCompared => {
-                tally.not_compared += 1;
-                "not compared".into()
-            }
-            Outcome::Explained => {
-                tally.explained += 1;
-                "⚑ explained by the guest's costs, uptime and start".into()
-            }
+        let o = outcome(row, &f.key);
+        tally.add(o);
+        let mark = match o {
+            Outcome::Within => String::new(),
+            Outcome::NotCompared => "not compared".into(),
+            Outcome::Explained => "⚑ explained by the guest's costs, uptime and start".into(),
             Outcome::Unexplained => {
-                tally.unexplained += 1;
                 missing.push(format!("{} {} {}", c.policy.name, row.exp.id, f.label));
                 match open::note(c.policy.name, row.exp.id, &f.key) {
                     Some(text) => {

@@ -64,6 +64,27 @@ const WORKERS: Role = Role {
     wakeups: false,
 };
 
+/// cyclictest's measuring thread (its share is its CPU per cycle, run/switch,
+/// times its cycles: under TCG, what the emulation costs).
+const CYCLICTEST_THREAD: Role = Role {
+    key: "cyclictest",
+    real: "cyclictest",
+    skip_main: true,
+    preset: &["cyclictest"],
+    shares: false,
+    wakeups: true,
+};
+
+/// hackbench's senders and receivers.
+const HACKBENCH_WORKERS: Role = Role {
+    key: "workers",
+    real: "hackbench",
+    skip_main: true,
+    preset: &["sender-", "receiver-"],
+    shares: false,
+    wakeups: true,
+};
+
 const CHECKS: &[ToolCheck] = &[
     ToolCheck {
         id: "tool-stress-ng",
@@ -77,19 +98,7 @@ const CHECKS: &[ToolCheck] = &[
         id: "tool-cyclictest",
         line: "cyclictest -t1 -p80 -i1000 -l3000 -q + stress-ng --cpu 4 --timeout 60",
         what: "cyclictest's thread (SCHED_FIFO 80, 1 ms) beside 4 stress-ng workers, for its 3000 cycles",
-        roles: &[
-            // Its share is its CPU per cycle (run/switch) times its
-            // cycles: under TCG, what the emulation costs.
-            Role {
-                key: "cyclictest",
-                real: "cyclictest",
-                skip_main: true,
-                preset: &["cyclictest"],
-                shares: false,
-                wakeups: true,
-            },
-            WORKERS,
-        ],
+        roles: &[CYCLICTEST_THREAD, WORKERS],
         migrations: false,
         finite: false,
     },
@@ -97,14 +106,7 @@ const CHECKS: &[ToolCheck] = &[
         id: "tool-hackbench",
         line: "hackbench -p -g 2 -f 5 -l 1000",
         what: "2 groups of 5 senders and 5 receivers, 1000 messages from each sender to each receiver, over pipes",
-        roles: &[Role {
-            key: "workers",
-            real: "hackbench",
-            skip_main: true,
-            preset: &["sender-", "receiver-"],
-            shares: false,
-            wakeups: true,
-        }],
+        roles: &[HACKBENCH_WORKERS],
         migrations: true,
         finite: true,
     },
@@ -212,20 +214,18 @@ fn figures(check: &ToolCheck, r: &Report, real: bool) -> Vec<Figure> {
 }
 
 /// The CPU and switches of the tasks of a real run that play `role`.
-fn role_cpu(r: &Report, role: &Role) -> (u64, u64, u64) {
-    role_tasks(r, role, true).iter().fold((0, 0, 0), |(c, s, w), t| {
-        (c + t.cpu_time_ns, s + t.voluntary_switches + t.involuntary_switches, w + t.wakeups)
-    })
+fn role_cpu(r: &Report, role: &Role) -> (u64, u64) {
+    role_tasks(r, role, true)
+        .iter()
+        .fold((0, 0), |(c, s), t| (c + t.cpu_time_ns, s + t.voluntary_switches + t.involuntary_switches))
 }
 
 /// A kernel's tool costs from its runs of MESSAGE_RUN and CYCLE_RUN,
 /// less what its calibrated costs already charge.
 fn kernel_tool_costs(message: &Report, cycle: &Report, costs: &[(String, u64)]) -> ToolCosts {
     let cost = |name: &str| costs.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v);
-    let hackbench = &CHECKS[2].roles[0];
-    let (cpu, switches, _) = role_cpu(message, hackbench);
-    let thread = &CHECKS[1].roles[0];
-    let (thread_cpu, _, _) = role_cpu(cycle, thread);
+    let (cpu, switches) = role_cpu(message, &HACKBENCH_WORKERS);
+    let (thread_cpu, _) = role_cpu(cycle, &CYCLICTEST_THREAD);
     ToolCosts {
         message: ToolCosts::from_message_run(cpu, switches, MESSAGE_RUN.1, cost("context_switch")),
         cycle: ToolCosts::from_cycle_run(thread_cpu, CYCLE_RUN.1, cost("timer_wakeup")),
@@ -366,7 +366,8 @@ pub(super) fn run(opts: &Options) -> Result<()> {
     let started = Instant::now();
     let mut done = Vec::new();
     for (policy, kernel_file) in choose_policies(opts)? {
-        let (label, vm_args, guest_costs, guest_notes) = policy_kernel(opts, &data, policy, &kernel_file)?;
+        let PolicyKernel { label, vm_args, guest_costs, guest_notes } =
+            policy_kernel(opts, &data, policy, &kernel_file)?;
         let mut disturbed = Vec::new();
         let kept = |what: &str, line: &str, disturbed: &mut Vec<String>| {
             let file = data.join(format!("{}-{what}.json", policy.name));
@@ -585,13 +586,14 @@ fn matrix_text(m: &Matrix) -> String {
     t
 }
 
-/// `page` with its tools section (between BEGIN and END) replaced by
-/// `section`, or the section added at its end.
+/// `page` with its tools section (BEGIN to END, no line end of its own)
+/// replaced by `section`, or the section added at its end; writing the same
+/// section again gives the same page.
 pub(super) fn with_section(page: &str, section: &str) -> String {
     match (page.find(BEGIN), page.find(END)) {
         (Some(b), Some(e)) if b < e => format!("{}{section}{}", &page[..b], &page[e + END.len()..]),
-        _ if page.is_empty() => section.to_string(),
-        _ => format!("{}\n{section}", page.trim_end_matches('\n').to_string() + "\n"),
+        _ if page.is_empty() => format!("{section}\n"),
+        _ => format!("{}\n\n{section}\n", page.trim_end_matches('\n')),
     }
 }
 
@@ -663,29 +665,17 @@ fn section(opts: &Options, runs: usize, done: &[KernelTools], matrix: &Matrix) -
         );
         for row in &k.rows {
             let mut first = true;
-            let mut keys: Vec<&Figure> = row.sim.iter().collect();
-            keys.extend(row.real.iter().filter(|r| !row.sim.iter().any(|x| x.key == r.key)));
-            for f in keys {
+            for f in figure_keys(&row.sim, &row.real) {
                 let find = |v: &[Figure]| v.iter().find(|x| x.key == f.key).cloned();
                 let (sim, guest, real) = (find(&row.sim), find(&row.guest), find(&row.real));
                 let (text, _) = judge(f.kind, sim.as_ref(), real.as_ref(), row.secs);
                 let o = outcome_of(&row.sim, &row.guest, &row.real, row.secs, &f.key);
-                tally.figures += 1;
+                tally.add(o);
                 let mark = match o {
-                    Outcome::Within => {
-                        tally.within += 1;
-                        ""
-                    }
-                    Outcome::NotCompared => {
-                        tally.not_compared += 1;
-                        "not compared"
-                    }
-                    Outcome::Explained => {
-                        tally.explained += 1;
-                        "explained"
-                    }
+                    Outcome::Within => "",
+                    Outcome::NotCompared => "not compared",
+                    Outcome::Explained => "explained",
                     Outcome::Unexplained => {
-                        tally.unexplained += 1;
                         unexplained.push(format!("{} {} {}", k.policy.name, row.check.id, f.key));
                         "**unexplained**"
                     }
@@ -731,7 +721,6 @@ fn section(opts: &Options, runs: usize, done: &[KernelTools], matrix: &Matrix) -
     t.push_str(&sections);
     t.push('\n');
     t.push_str(END);
-    t.push('\n');
     (t, unexplained)
 }
 
@@ -864,7 +853,9 @@ mod tests {
         let out = with_section(&page, &new);
         assert_eq!(out, format!("# Page\n\ntext\n\n{BEGIN}\nnew\n{END}\n\n## after\n"));
         assert_eq!(kept_section(&out), Some(new.as_str()));
-        assert_eq!(with_section("# Page\n", &new), format!("# Page\n\n{new}"));
+        let appended = with_section("# Page\n", &new);
+        assert_eq!(appended, format!("# Page\n\n{new}\n"));
+        assert_eq!(with_section(&appended, &new), appended, "the same section again, the same page");
         assert_eq!(kept_section("# Page\n"), None);
     }
 }
