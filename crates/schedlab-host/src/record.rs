@@ -42,9 +42,7 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
         .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
     let warnings = leftovers::sweep();
     let nr_cpus = sys::allowed_cpus().len().max(1);
-    let tracer = tracing::Tracer::with_events(nr_cpus, &tracing::PROGRAM_EVENTS, "schedlab record", false)
-        .map_err(HostError::Setup)?;
-    tracer.set_option("record-tgid", true).map_err(HostError::Setup)?;
+    let tracer = tracing::Tracer::for_programs(nr_cpus, "schedlab record").map_err(HostError::Setup)?;
     tracer.set_on(true);
     // The command gets a process group of its own, so that a stop signal
     // reaches everything it started (a shell's children that ignore

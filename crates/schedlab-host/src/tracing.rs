@@ -141,9 +141,18 @@ impl Tracer {
         Ok(t)
     }
 
+    /// A trace of a recorded program and everything else the machine runs:
+    /// [`PROGRAM_EVENTS`] with record-tgid, which heads each line with its
+    /// task's process (what `record` and a guest's programs trace).
+    pub fn for_programs(nr_cpus: usize, what: &str) -> Result<Tracer, String> {
+        let t = Tracer::with_events(nr_cpus, &PROGRAM_EVENTS, what, false)?;
+        t.set_option("record-tgid", true)?;
+        Ok(t)
+    }
+
     /// Sets one of the instance's trace options (options/NAME), e.g.
     /// record-tgid, which heads each line with its task's thread group.
-    pub fn set_option(&self, name: &str, on: bool) -> Result<(), String> {
+    fn set_option(&self, name: &str, on: bool) -> Result<(), String> {
         std::fs::write(self.dir.join("options").join(name), if on { "1" } else { "0" })
             .map_err(|e| format!("tracefs option {name}: {e}"))
     }

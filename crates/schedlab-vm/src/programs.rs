@@ -105,13 +105,7 @@ pub fn run_in_guest(job: &ProgramsJob) -> Result<ProgramsResult, String> {
     let kernel = schedlab_host::info::read();
     // SAFETY: sysconf has no side effects.
     let nr_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    let tracer = schedlab_host::tracing::Tracer::with_events(
-        nr_cpus,
-        &schedlab_host::tracing::PROGRAM_EVENTS,
-        "the trace of the programs",
-        false,
-    )?;
-    tracer.set_option("record-tgid", true)?;
+    let tracer = schedlab_host::tracing::Tracer::for_programs(nr_cpus, "the trace of the programs")?;
     tracer.set_on(true);
     let from = schedlab_host::monotonic_now();
     let mut children = Vec::new();

@@ -208,122 +208,133 @@ fn line(ts: u64, cpu: u32, on: &Named, text: &str) -> (u64, u32, String) {
     )
 }
 
+/// A sched event of a bundle, explicit or compact, before it is a line.
+enum Sched {
+    /// A switch; a compact one leaves prev to the CPU's previous switch.
+    Switch {
+        prev: Option<Named>,
+        state: &'static str,
+        next: Named,
+    },
+    Wake {
+        event: &'static str,
+        task: Named,
+        target_cpu: i32,
+    },
+    Migrate {
+        task: Named,
+        orig_cpu: i32,
+        dest_cpu: i32,
+    },
+}
+
+fn named(comm: Option<&String>, pid: Option<i32>, prio: Option<i32>) -> Named {
+    Named { comm: comm.cloned().unwrap_or_default(), pid: pid.unwrap_or(0), prio: prio.unwrap_or(120) }
+}
+
+/// A bundle's explicit events, then its compact ones, with their
+/// timestamps (compact ones made absolute).
+fn bundle_events(bundle: &FtraceEventBundle) -> Vec<(u64, Sched)> {
+    let mut out = Vec::new();
+    for e in &bundle.event {
+        let sched = match &e.event {
+            Some(Event::SchedSwitch(s)) => Sched::Switch {
+                prev: Some(named(s.prev_comm.as_ref(), s.prev_pid, s.prev_prio)),
+                state: state_letters(s.prev_state.unwrap_or(0)),
+                next: named(s.next_comm.as_ref(), s.next_pid, s.next_prio),
+            },
+            Some(Event::SchedWaking(w) | Event::SchedWakeup(w) | Event::SchedWakeupNew(w)) => Sched::Wake {
+                event: match &e.event {
+                    Some(Event::SchedWaking(_)) => "sched_waking",
+                    Some(Event::SchedWakeup(_)) => "sched_wakeup",
+                    _ => "sched_wakeup_new",
+                },
+                task: named(w.comm.as_ref(), w.pid, w.prio),
+                target_cpu: w.target_cpu.unwrap_or(0),
+            },
+            Some(Event::SchedMigrateTask(m)) => Sched::Migrate {
+                task: named(m.comm.as_ref(), m.pid, m.prio),
+                orig_cpu: m.orig_cpu.unwrap_or(0),
+                dest_cpu: m.dest_cpu.unwrap_or(0),
+            },
+            None => continue,
+        };
+        out.push((e.timestamp.unwrap_or(0), sched));
+    }
+    if let Some(c) = &bundle.compact_sched {
+        let comm = |i: Option<&u32>| i.and_then(|&i| c.intern_table.get(i as usize));
+        let mut ts = 0u64;
+        for (k, d) in c.switch_timestamp.iter().enumerate() {
+            ts = ts.wrapping_add(*d);
+            let next = named(
+                comm(c.switch_next_comm_index.get(k)),
+                c.switch_next_pid.get(k).copied(),
+                c.switch_next_prio.get(k).copied(),
+            );
+            let state = state_letters(c.switch_prev_state.get(k).copied().unwrap_or(0));
+            out.push((ts, Sched::Switch { prev: None, state, next }));
+        }
+        let mut ts = 0u64;
+        for (k, d) in c.waking_timestamp.iter().enumerate() {
+            ts = ts.wrapping_add(*d);
+            let task =
+                named(comm(c.waking_comm_index.get(k)), c.waking_pid.get(k).copied(), c.waking_prio.get(k).copied());
+            let target_cpu = c.waking_target_cpu.get(k).copied().unwrap_or(0);
+            out.push((ts, Sched::Wake { event: "sched_waking", task, target_cpu }));
+        }
+    }
+    out
+}
+
 /// A Perfetto protobuf trace's sched events as tracefs text, in time
 /// order; an error names what the bytes lack.
 pub fn to_ftrace_text(bytes: &[u8]) -> Result<String, String> {
     use prost::Message;
     let trace = Trace::decode(bytes).map_err(|e| format!("not a Perfetto trace protobuf: {e}"))?;
     let idle = |cpu: u32| Named { comm: format!("swapper/{cpu}"), pid: 0, prio: 120 };
+    let field = |n: &Named| n.comm.replace(' ', "_");
     // What each CPU runs, as its switches say, across bundles.
     let mut on: std::collections::HashMap<u32, Named> = std::collections::HashMap::new();
     let mut lines = Vec::new();
     for bundle in trace.packet.iter().filter_map(|p| p.ftrace_events.as_ref()) {
         let cpu = bundle.cpu.unwrap_or(0);
-        let mut events: Vec<(u64, usize, Option<&FtraceEvent>)> =
-            bundle.event.iter().enumerate().map(|(i, e)| (e.timestamp.unwrap_or(0), i, Some(e))).collect();
-        // Compact switches and wakings, their timestamps made absolute.
-        let mut compact: Vec<(u64, String, Option<Named>)> = Vec::new();
-        if let Some(c) = &bundle.compact_sched {
-            let comm = |i: Option<&u32>| i.and_then(|&i| c.intern_table.get(i as usize)).cloned().unwrap_or_default();
-            let mut ts = 0u64;
-            for (k, d) in c.switch_timestamp.iter().enumerate() {
-                ts = ts.wrapping_add(*d);
-                let next = Named {
-                    comm: comm(c.switch_next_comm_index.get(k)),
-                    pid: c.switch_next_pid.get(k).copied().unwrap_or(0),
-                    prio: c.switch_next_prio.get(k).copied().unwrap_or(120),
-                };
-                let state = state_letters(c.switch_prev_state.get(k).copied().unwrap_or(0));
-                compact.push((ts, state.to_string(), Some(next)));
-            }
-            let mut ts = 0u64;
-            for (k, d) in c.waking_timestamp.iter().enumerate() {
-                ts = ts.wrapping_add(*d);
-                let pid = c.waking_pid.get(k).copied().unwrap_or(0);
-                let text = format!(
-                    "sched_waking: comm={} pid={pid} prio={} target_cpu={:03}",
-                    comm(c.waking_comm_index.get(k)).replace(' ', "_"),
-                    c.waking_prio.get(k).copied().unwrap_or(120),
-                    c.waking_target_cpu.get(k).copied().unwrap_or(0)
-                );
-                compact.push((ts, text, None));
-            }
-        }
-        let first_compact = events.len();
-        events.extend(compact.iter().enumerate().map(|(i, (ts, _, _))| (*ts, first_compact + i, None)));
-        events.sort_by_key(|&(ts, i, _)| (ts, i));
-        for (ts, i, explicit) in events {
+        let mut events = bundle_events(bundle);
+        // Stable: explicit events before compact ones of the same time.
+        events.sort_by_key(|(ts, _)| *ts);
+        for (ts, sched) in events {
             let current = on.get(&cpu).cloned().unwrap_or_else(|| idle(cpu));
-            match explicit {
-                Some(e) => {
-                    let text = match &e.event {
-                        Some(Event::SchedSwitch(s)) => {
-                            let next = Named {
-                                comm: s.next_comm.clone().unwrap_or_default(),
-                                pid: s.next_pid.unwrap_or(0),
-                                prio: s.next_prio.unwrap_or(120),
-                            };
-                            let text = format!(
-                                "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={} ==> next_comm={} \
-                                 next_pid={} next_prio={}",
-                                s.prev_comm.clone().unwrap_or_default().replace(' ', "_"),
-                                s.prev_pid.unwrap_or(0),
-                                s.prev_prio.unwrap_or(120),
-                                state_letters(s.prev_state.unwrap_or(0)),
-                                next.comm.replace(' ', "_"),
-                                next.pid,
-                                next.prio
-                            );
-                            on.insert(cpu, next);
-                            text
-                        }
-                        Some(Event::SchedWaking(w) | Event::SchedWakeup(w) | Event::SchedWakeupNew(w)) => {
-                            let name = match &e.event {
-                                Some(Event::SchedWaking(_)) => "sched_waking",
-                                Some(Event::SchedWakeup(_)) => "sched_wakeup",
-                                _ => "sched_wakeup_new",
-                            };
-                            format!(
-                                "{name}: comm={} pid={} prio={} target_cpu={:03}",
-                                w.comm.clone().unwrap_or_default().replace(' ', "_"),
-                                w.pid.unwrap_or(0),
-                                w.prio.unwrap_or(120),
-                                w.target_cpu.unwrap_or(0)
-                            )
-                        }
-                        Some(Event::SchedMigrateTask(m)) => format!(
-                            "sched_migrate_task: comm={} pid={} prio={} orig_cpu={} dest_cpu={}",
-                            m.comm.clone().unwrap_or_default().replace(' ', "_"),
-                            m.pid.unwrap_or(0),
-                            m.prio.unwrap_or(120),
-                            m.orig_cpu.unwrap_or(0),
-                            m.dest_cpu.unwrap_or(0)
-                        ),
-                        None => continue,
-                    };
-                    lines.push(line(ts, cpu, &current, &text));
+            let text = match sched {
+                Sched::Switch { prev, state, next } => {
+                    let prev = prev.unwrap_or_else(|| current.clone());
+                    let text = format!(
+                        "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={state} ==> next_comm={} \
+                         next_pid={} next_prio={}",
+                        field(&prev),
+                        prev.pid,
+                        prev.prio,
+                        field(&next),
+                        next.pid,
+                        next.prio
+                    );
+                    on.insert(cpu, next);
+                    text
                 }
-                None => {
-                    let (_, text, next) = &compact[i - first_compact];
-                    match next {
-                        Some(next) => {
-                            let text = format!(
-                                "sched_switch: prev_comm={} prev_pid={} prev_prio={} prev_state={text} ==> next_comm={} \
-                                 next_pid={} next_prio={}",
-                                current.comm.replace(' ', "_"),
-                                current.pid,
-                                current.prio,
-                                next.comm.replace(' ', "_"),
-                                next.pid,
-                                next.prio
-                            );
-                            lines.push(line(ts, cpu, &current, &text));
-                            on.insert(cpu, next.clone());
-                        }
-                        None => lines.push(line(ts, cpu, &current, text)),
-                    }
+                Sched::Wake { event, task, target_cpu } => {
+                    format!(
+                        "{event}: comm={} pid={} prio={} target_cpu={target_cpu:03}",
+                        field(&task),
+                        task.pid,
+                        task.prio
+                    )
                 }
-            }
+                Sched::Migrate { task, orig_cpu, dest_cpu } => format!(
+                    "sched_migrate_task: comm={} pid={} prio={} orig_cpu={orig_cpu} dest_cpu={dest_cpu}",
+                    field(&task),
+                    task.pid,
+                    task.prio
+                ),
+            };
+            lines.push(line(ts, cpu, &current, &text));
         }
     }
     if lines.is_empty() {

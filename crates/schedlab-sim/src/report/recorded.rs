@@ -516,16 +516,18 @@ mod tests {
         );
     }
 
+    /// A sched_switch line in prev's context, as tracefs prints it.
+    fn sw(ts: &str, cpu: u32, prev: (&str, u32, &str), next: (&str, u32)) -> String {
+        format!(
+            "  {}-{} [{cpu:03}] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
+             next_comm={} next_pid={} next_prio=120\n",
+            prev.0, prev.1, prev.0, prev.1, prev.2, next.0, next.1
+        )
+    }
+
     #[test]
     fn a_sleep_is_late_from_the_time_it_asked_for_and_a_wakeup_from_its_waking() {
         let mut t = String::from("# tracer: nop\n");
-        let sw = |ts: &str, cpu: u32, prev: (&str, u32, &str), next: (&str, u32)| {
-            format!(
-                "  {}-{} [{cpu:03}] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
-                 next_comm={} next_pid={} next_prio=120\n",
-                prev.0, prev.1, prev.0, prev.1, prev.2, next.0, next.1
-            )
-        };
         t += &sw("2.000000", 0, ("swapper/0", 0, "R"), ("cyclic", 20));
         // A kernel without kallsyms, its pointers not hashed yet: the
         // sleep's timer and the hrtick (armed in the same task's context)
@@ -561,24 +563,18 @@ mod tests {
         // woken by its timer on an idle CPU, switched in without a
         // sched_switch, seen again only leaving the CPU.
         let mut t = String::from("# tracer: nop\n");
-        let sw = |ts: &str, prev: (&str, u32, &str), next: (&str, u32)| {
-            format!(
-                "  {}-{} [001] d..2. {ts}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> \
-                 next_comm={} next_pid=120 next_prio=120\n",
-                prev.0, prev.1, prev.0, prev.1, prev.2, next.0
-            )
-            .replace("next_pid=120", &format!("next_pid={}", next.1))
-        };
+        // Everything happens on CPU 1.
+        let on1 = |ts: &str, prev: (&str, u32, &str), next: (&str, u32)| sw(ts, 1, prev, next);
         let wake =
             |ts: &str| format!("  <idle>-0 [001] d.h3. {ts}: sched_waking: comm=main pid=20 prio=120 target_cpu=001\n");
-        t += &sw("1.000000", ("swapper/1", 0, "R"), ("main", 20));
-        t += &sw("1.000100", ("main", 20, "S"), ("swapper/1", 0));
+        t += &on1("1.000000", ("swapper/1", 0, "R"), ("main", 20));
+        t += &on1("1.000100", ("main", 20, "S"), ("swapper/1", 0));
         t += &wake("1.010000");
         // The switch-in at about 1.010010 is missing.
-        t += &sw("1.010040", ("main", 20, "S"), ("swapper/1", 0));
+        t += &on1("1.010040", ("main", 20, "S"), ("swapper/1", 0));
         t += &wake("1.020000");
-        t += &sw("1.020010", ("swapper/1", 0, "R"), ("main", 20));
-        t += &sw("1.020040", ("main", 20, "S"), ("swapper/1", 0));
+        t += &on1("1.020010", ("swapper/1", 0, "R"), ("main", 20));
+        t += &on1("1.020040", ("main", 20, "S"), ("swapper/1", 0));
         let parsed = parse(&t).unwrap();
         let run = RecordedRun { roots: vec![20], from: 1_000_000_000, to: 1_030_000_000, nr_cpus: 2 };
         let r = report(&parsed, &run, Report::default());
