@@ -56,6 +56,15 @@ fn prio(sys: &Sys, t: TaskId) -> i32 {
     }
 }
 
+/// One side of a sched_switch as the kernel prints it (comm, pid, prio):
+/// a task, or the CPU's swapper when it idles.
+fn side(w: &Workload, sys: &Sys, cpu: u32, t: Option<TaskId>) -> (String, u32, i32) {
+    match t {
+        Some(t) => (comm(w, sys, t), PID_BASE + t, prio(sys, t)),
+        None => (format!("swapper/{cpu}"), 0, 120),
+    }
+}
+
 /// "comm-pid" of what runs on `cpu`, as the header of a line.
 fn header(w: &Workload, sys: &Sys, cpu: u32, running: Option<TaskId>, now: Nanos, flags: &str) -> String {
     let (c, pid) = match running {
@@ -124,22 +133,15 @@ impl<'a> TraceWriter<'a> {
         };
         let (cpu, pid, event) = match ev {
             TraceEvent::Switch { cpu, prev, prev_state, next } => {
-                let (pc, pp_, ppr, state) = match prev {
-                    Some(p) => (
-                        name(p),
-                        PID_BASE + p,
-                        prio(sys, p),
-                        match prev_state {
-                            TaskState::Runnable | TaskState::Running => 0,
-                            TaskState::Exited => 16,
-                            _ => 1,
-                        },
-                    ),
-                    None => (format!("swapper/{cpu}"), 0, 120, 0),
-                };
-                let (nc, np, npr) = match next {
-                    Some(n) => (name(n), PID_BASE + n, prio(sys, n)),
-                    None => (format!("swapper/{cpu}"), 0, 120),
+                // Both tasks are named in the process tree.
+                for t in prev.into_iter().chain(next) {
+                    name(t);
+                }
+                let ((pc, pp_, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
+                let state = match (prev, prev_state) {
+                    (None, _) | (_, TaskState::Runnable | TaskState::Running) => 0,
+                    (_, TaskState::Exited) => 16,
+                    _ => 1,
                 };
                 let e = pp::Event::SchedSwitch(pp::SchedSwitch {
                     prev_comm: Some(pc),
@@ -262,22 +264,12 @@ impl<'a> TraceWriter<'a> {
         let w = self.w;
         match ev {
             TraceEvent::Switch { cpu, prev, prev_state, next } => {
-                let (pc, pp, ppr, state) = match prev {
-                    Some(p) => (
-                        comm(w, sys, p),
-                        PID_BASE + p,
-                        prio(sys, p),
-                        match prev_state {
-                            TaskState::Runnable | TaskState::Running => "R+",
-                            TaskState::Exited => "X",
-                            _ => "S",
-                        },
-                    ),
-                    None => (format!("swapper/{cpu}"), 0, 120, "R"),
-                };
-                let (nc, np, npr) = match next {
-                    Some(n) => (comm(w, sys, n), PID_BASE + n, prio(sys, n)),
-                    None => (format!("swapper/{cpu}"), 0, 120),
+                let ((pc, pp, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
+                let state = match (prev, prev_state) {
+                    (None, _) => "R",
+                    (_, TaskState::Runnable | TaskState::Running) => "R+",
+                    (_, TaskState::Exited) => "X",
+                    _ => "S",
                 };
                 let line = format!(
                     "{}sched_switch: prev_comm={pc} prev_pid={pp} prev_prio={ppr} prev_state={state} ==> next_comm={nc} next_pid={np} next_prio={npr}\n",
