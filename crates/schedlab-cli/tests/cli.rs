@@ -579,9 +579,11 @@ fn replay_reads_a_perf_data_file_through_perf_script() {
         std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-{}.perf.data", std::process::id()));
     let events =
         "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_wakeup_new,sched:sched_migrate_task";
-    // Two shells that spin, one a child of the other.
-    let script =
-        "(i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done) & i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; wait";
+    // Two shells that spin, one a child of the other; they print their
+    // PIDs, since the whole machine is recorded (another `sh` may spin
+    // beside them).
+    let script = "(i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done) & echo $$ $!; i=0; \
+                  while [ $i -lt 20000 ]; do i=$((i+1)); done; wait";
     let rec = Command::new("perf")
         .args(["record", "-q", "-a", "-e", events, "-o", data.to_str().unwrap(), "--", "sh", "-c", script])
         .output()
@@ -600,11 +602,14 @@ fn replay_reads_a_perf_data_file_through_perf_script() {
     assert!(out.status.success(), "{err}");
     let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(reports[0]["source"], "recorded", "the recording's own row first");
+    let ours: Vec<String> =
+        String::from_utf8_lossy(&rec.stdout).split_whitespace().map(|p| format!("sh-{p}")).collect();
+    assert_eq!(ours.len(), 2, "the script printed its two PIDs: {}", String::from_utf8_lossy(&rec.stdout));
     let shells: Vec<u64> = reports[0]["tasks"]
         .as_array()
         .expect("tasks")
         .iter()
-        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("sh-")))
+        .filter(|t| t["name"].as_str().is_some_and(|n| ours.iter().any(|o| o == n)))
         .filter_map(|t| t["cpu_time_ns"].as_u64())
         .filter(|&ns| ns > 5_000_000)
         .collect();
