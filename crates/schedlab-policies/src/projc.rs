@@ -55,11 +55,14 @@ use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
+/// bmq.h: MAX_PRIORITY_ADJ, the boost range (the `max_priority_adj`
+/// tunable; Project C has changed it between releases).
 const MAX_PRIORITY_ADJ: i64 = 12;
 /// Keeps BMQ levels positive; only their order matters.
 const MIN_SCHED_NORMAL_PRIO: i64 = 32;
 const RESCHED_NS: i64 = 100 << 10;
-/// pds.h: sched_timeslice_shift, "2 time slice slots" of 4 ms per unit.
+/// pds.h: sched_timeslice_shift, "2 time slice slots" of 4 ms per unit
+/// (the `deadline_shift` tunable).
 const PDS_TIMESLICE_SHIFT: u32 = 23;
 /// pds.h: SCHED_NORMAL_PRIO_NUM - NICE_WIDTH / 2.
 const SCHED_EDGE_DELTA: u64 = 32 - 20;
@@ -83,6 +86,9 @@ pub struct ProjectC {
     tun: Vec<TunableSpec>,
     timeslice: i64,
     yield_type: i64,
+    /// BMQ's boost range, PDS's deadline unit (2^shift ns).
+    max_priority_adj: i64,
+    deadline_shift: u32,
     tasks: Vec<Task>,
     /// One queue per CPU; the running task stays in its queue.
     rqs: KeyedQueues,
@@ -112,12 +118,31 @@ impl ProjectC {
                 help: "sched_yield(): 0 does nothing, 1 deboosts (bmq) or renews the deadline (pds)",
             },
         ];
+        tun.push(match flavour {
+            Flavour::Bmq => TunableSpec {
+                name: "max_priority_adj",
+                value: MAX_PRIORITY_ADJ,
+                min: 0,
+                max: 20,
+                help: "boost_prio moves within +/- this (bmq.h MAX_PRIORITY_ADJ; 12 in v6.12-r1)",
+            },
+            Flavour::Pds => TunableSpec {
+                name: "deadline_shift",
+                value: PDS_TIMESLICE_SHIFT as i64,
+                min: 20,
+                max: 26,
+                help: "a virtual deadline unit is 2^this ns (pds.h sched_timeslice_shift; 23: 8.4 ms)",
+            },
+        });
         common::apply_tunables(name, &mut tun, &w.tunables)?;
         let n = w.nr_cpus() as usize;
+        let flavoured = |name, default| tun.iter().find(|t| t.name == name).map_or(default, |t| t.value);
         Ok(ProjectC {
             flavour,
             timeslice: common::value_of(&tun, "base_slice_ns"),
             yield_type: common::value_of(&tun, "yield_type"),
+            max_priority_adj: flavoured("max_priority_adj", MAX_PRIORITY_ADJ),
+            deadline_shift: flavoured("deadline_shift", PDS_TIMESLICE_SHIFT as i64) as u32,
             tun,
             tasks: Vec::with_capacity(w.initial_tasks() as usize),
             rqs: KeyedQueues::new(n),
@@ -130,7 +155,7 @@ impl ProjectC {
     }
 
     fn time_edge(&self, now: Nanos) -> u64 {
-        now >> PDS_TIMESLICE_SHIFT
+        now >> self.deadline_shift
     }
 
     /// The queue key: BMQ's level, or PDS's deadline.
@@ -158,7 +183,7 @@ impl ProjectC {
 
     fn boost(&mut self, sys: &Sys, t: TaskId) {
         let limit = match sys.task(t).policy {
-            SchedPolicy::Normal | SchedPolicy::Iso => -MAX_PRIORITY_ADJ,
+            SchedPolicy::Normal | SchedPolicy::Iso => -self.max_priority_adj,
             SchedPolicy::Batch => 0,
             _ => return,
         };
@@ -171,7 +196,7 @@ impl ProjectC {
 
     fn deboost(&mut self, t: TaskId) {
         let s = &mut self.tasks[t as usize];
-        if s.boost_prio < MAX_PRIORITY_ADJ {
+        if s.boost_prio < self.max_priority_adj {
             s.boost_prio += 1;
             self.deboosts += 1;
         }
@@ -404,7 +429,7 @@ impl Policy for ProjectC {
             return;
         }
         match self.flavour {
-            Flavour::Bmq => self.tasks[t as usize].boost_prio = MAX_PRIORITY_ADJ,
+            Flavour::Bmq => self.tasks[t as usize].boost_prio = self.max_priority_adj,
             Flavour::Pds => {
                 self.tasks[t as usize].time_slice = self.timeslice;
                 self.renew_deadline(sys, t);
