@@ -177,8 +177,8 @@ pub(crate) enum Command {
     },
     /// Check each simulated policy against its own kernel booted under QEMU
     /// on a fixed set of experiments, and write validation.md with the
-    /// simulated and real figures side by side (about 45 minutes; --quick,
-    /// three decision-only experiments, about 20 s per kernel).
+    /// simulated and real figures side by side (about an hour; --quick,
+    /// four experiments a short run settles, about 30 s per kernel).
     Validate {
         /// Directory for validation.md and the real runs' reports (default:
         /// ./schedlab-validation; the repository's docs/ only when named).

@@ -947,3 +947,91 @@ fn a_run_in_another_pid_namespace_does_not_claim_a_trace_it_could_not_read() {
     assert!(text.contains("tracing: none: the tracefs instance"), "{text}");
     assert!(text.contains("context switches"), "{text}");
 }
+
+/// docs/validation.md is what its committed real runs give: `validate
+/// --reuse-real` judges the page again from docs/validation-runs.json alone
+/// (no kernel, no boot: --kernels names no directory), and a page edited
+/// by hand, a digest out of step with it, or a model changed without the
+/// page written again shows as a difference here.
+#[test]
+fn the_committed_validation_page_is_what_its_committed_runs_give() {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let dir = tempfile::tempdir().unwrap();
+    for file in ["validation.md", "validation-runs.json"] {
+        std::fs::copy(docs.join(file), dir.path().join(file)).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["validate", "--reuse-real", "--kernels", "/nonexistent-kernels", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains("booting"), "{err}");
+    assert!(!err.contains(" run 1/"), "validate booted a kernel instead of reading the digest:\n{err}");
+    let page = std::fs::read_to_string(dir.path().join("validation.md")).unwrap();
+    let committed = std::fs::read_to_string(docs.join("validation.md")).unwrap();
+    if page != committed {
+        let first = page.lines().zip(committed.lines()).position(|(a, b)| a != b).unwrap_or(0);
+        panic!(
+            "docs/validation.md differs from the page its runs give at line {}:\n  committed: {}\n  judged now: {}\n\
+             (write it again: schedlab validate --reuse-real --out docs)\n{err}",
+            first + 1,
+            committed.lines().nth(first).unwrap_or("(end)"),
+            page.lines().nth(first).unwrap_or("(end)")
+        );
+    }
+    // The digest written again is the committed one.
+    let digest = std::fs::read_to_string(dir.path().join("validation-runs.json")).unwrap();
+    assert!(digest == std::fs::read_to_string(docs.join("validation-runs.json")).unwrap());
+}
+
+/// What `validate` fails on, one item a line.
+fn validate_failures(args: &[&str], docs_files: &[&str]) -> std::collections::BTreeSet<String> {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let dir = tempfile::tempdir().unwrap();
+    for file in docs_files {
+        std::fs::copy(docs.join(file), dir.path().join(file)).unwrap();
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["validate", "--reuse-real", "--kernels", "/nonexistent-kernels"])
+        .args(args)
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked") && !err.contains(" run 1/"), "{err}");
+    let fails: std::collections::BTreeSet<String> =
+        err.lines().filter_map(|l| l.strip_prefix("schedlab: validate: fails: ")).map(str::to_string).collect();
+    assert_eq!(out.status.success(), fails.is_empty(), "{err}");
+    fails
+}
+
+/// Each model's characteristic knob, changed in its simulations only (the
+/// kernels' runs are the committed ones): `validate --quick` must fail on
+/// something it did not fail on before, or it cannot tell that model's
+/// scheduler from one tuned differently. The values are changes a tuner
+/// makes: a longer base slice still below the tick, a coarser granularity,
+/// a doubled rr_interval or burst penalty, a halved interactivity factor,
+/// BMQ's older boost range, PDS's 4 ms deadline unit, a 5 ms bpfland slice.
+#[test]
+fn validate_quick_fails_on_a_planted_change_of_each_models_knob() {
+    const PLANTS: &[(&str, &str)] = &[
+        ("cfs", "cfs:sched_min_granularity_ns=6000000"),
+        ("eevdf", "eevdf:base_slice_ns=3900000"),
+        ("bore", "bore:sched_burst_penalty_scale=3072"),
+        ("muqss", "muqss:rr_interval=12"),
+        ("bmq", "bmq:max_priority_adj=7"),
+        ("pds", "pds:deadline_shift=22"),
+        ("cacule", "cacule:sched_interactivity_factor=32768"),
+        ("tt", "tt:sched_tt_cpu_bound_prio=0"),
+        ("bpfland", "bpfland:slice_us=5000"),
+    ];
+    let files = ["validation-runs.json"];
+    for (sched, plant) in PLANTS {
+        let baseline = validate_failures(&["--quick", "--sched", sched], &files);
+        let planted = validate_failures(&["--quick", "--sched", sched, "--set", plant], &files);
+        let new: Vec<&String> = planted.difference(&baseline).collect();
+        assert!(!new.is_empty(), "--set {plant} passed where the model without it passes:\n{planted:#?}");
+    }
+}

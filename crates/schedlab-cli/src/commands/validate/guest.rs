@@ -9,20 +9,23 @@ use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
 
-/// The guest's costs, kept at `path` by an earlier validate or measured
-/// now by `schedlab calibrate` in [`CALIBRATION_BOOTS`] boots of `kernel`
-/// (each cost their median), as `--cost` pairs, and a line saying what they
-/// rest on.
+/// The guest's costs, kept at `path` by an earlier validate (or else in
+/// its digest, `kept`) or measured now by `schedlab calibrate` in
+/// [`CALIBRATION_BOOTS`] boots of `kernel` (each cost their median), as
+/// `--cost` pairs, a line saying what they rest on, and the calibration.
 pub(super) fn guest_costs(
     path: &Path,
     reuse: bool,
+    kept: Option<&serde_json::Value>,
     kernel: &Path,
     vm: &VmArgs,
     label: &str,
-) -> Result<(Vec<(String, u64)>, String)> {
+) -> Result<Calibrated> {
     let value: serde_json::Value = if reuse && path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("{} is not a calibration: remove it", path.display()))?
+    } else if let Some(kept) = kept.filter(|_| reuse) {
+        kept.clone()
     } else {
         eprintln!(
             "schedlab: validate: {label}: measuring the guest's costs (schedlab calibrate in {CALIBRATION_BOOTS} \
@@ -89,7 +92,15 @@ pub(super) fn guest_costs(
     if let Some(o) = value["other_load_pct"].as_f64() {
         let _ = write!(notes, "; other processes took {o:.1}% of the guest's CPUs meanwhile");
     }
-    Ok((costs, notes))
+    Ok(Calibrated { costs, notes, calibration: value })
+}
+
+/// The guest's costs as `--cost` pairs, the line that says what they rest
+/// on, and the calibration they were read from.
+pub(super) struct Calibrated {
+    pub(super) costs: Vec<(String, u64)>,
+    pub(super) notes: String,
+    pub(super) calibration: serde_json::Value,
 }
 
 /// Calibration boots of each kernel. One boot's costs are not the

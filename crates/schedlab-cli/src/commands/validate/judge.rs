@@ -8,7 +8,7 @@ use super::*;
 use std::collections::BTreeMap;
 
 /// How a figure is compared.
-#[derive(Clone, Copy, PartialEq, Debug)]
+#[derive(Clone, Copy, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) enum Kind {
     /// Events per second or a makespan: within 10%, or within 1/s.
     Rate,
@@ -39,23 +39,61 @@ pub(super) const SMALL_SHARE_RELATIVE: f64 = 0.25;
 
 pub(super) const PCT_POINTS: f64 = 5.0;
 
-#[derive(Clone, Debug)]
+/// One figure of a run, or the median of several runs'. As the digest
+/// keeps it (digest.rs): the range is left out (a run's is its value), as
+/// are the defaults of the fields most figures do not use, and a value
+/// that is not a number (a percentage of no decisions) is null.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Figure {
     pub(super) key: String,
     pub(super) label: String,
     pub(super) kind: Kind,
+    #[serde(with = "nan_as_null")]
     pub(super) value: f64,
     /// The lowest and highest of the runs the median was taken from.
+    #[serde(skip, default = "no_range")]
     pub(super) range: (f64, f64),
     /// For a share or a spread of shares: the average share of the tasks it
     /// is about (the median over the runs); 100 for other figures.
+    #[serde(default = "whole", skip_serializing_if = "is_whole")]
     pub(super) of_share: f64,
     /// For a percentage of decisions: how many decisions (the median).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) samples: f64,
     /// For a spread of shares: one turn of its tasks (their CPU time per
     /// switch) in points of the run, the finest step a spread can take
     /// (the median); 0 for other figures.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub(super) turn: f64,
+}
+
+fn no_range() -> (f64, f64) {
+    (f64::NAN, f64::NAN)
+}
+
+fn whole() -> f64 {
+    100.0
+}
+
+fn is_whole(v: &f64) -> bool {
+    *v == 100.0
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// JSON has no NaN: a figure of nothing is written as null.
+mod nan_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_nan() { s.serialize_none() } else { s.serialize_f64(*v) }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+    }
 }
 
 pub(super) fn figures(exp: &Experiment, r: &Report) -> Vec<Figure> {

@@ -13,10 +13,18 @@
 //! its tolerance is flagged; it is explained only when the simulation with
 //! the guest's costs brings it within tolerance, a figure the page shows.
 //! Anything else is unexplained: a defect of the model, or an open
-//! difference whose known facts (open.toml, one exact entry per figure)
-//! are printed beside it. `validate` exits non-zero while any figure is
-//! unexplained or an open.toml entry matches no flag (stale), so a model
-//! drifting from its kernel, or a note outliving its difference, is caught.
+//! difference whose known facts and band (open.toml, one exact entry per
+//! figure, with the values it was measured at) are printed beside it.
+//! `validate` exits non-zero on an unexplained figure that is not open or
+//! has left its band, on an open entry whose figure moved out of its band
+//! or does not exist, and when another model matches a kernel's
+//! discriminating figures better than its own ([`matrix`]): so it passes
+//! while nothing moved, and a model drifting from its kernel, or a note
+//! outliving its difference, is caught.
+//!
+//! The real runs it judged are written beside the page as a digest
+//! ([`digest`], docs/validation-runs.json in the repository), from which
+//! `--reuse-real` judges the page again without a kernel.
 //!
 //! Which kernel a policy is checked against is `PolicyInfo::kernel`; the
 //! kernels are ../shared/kernels/NAME.bzImage unless --kernels says where.
@@ -24,14 +32,17 @@
 //! `--tools` holds the presets against the real tools instead ([`tools`]).
 //!
 //! The files: [`experiments`] what runs, [`judge`] how a figure is read and
-//! judged, open.toml (read by [`open`]) what is known of each open
+//! judged, [`matrix`] every model against every kernel, [`digest`] the
+//! real runs as kept, open.toml (read by [`open`]) what is known of each open
 //! difference, [`guest`] the real side (calibration, kept runs, disturbed
 //! boots), [`start`] the runner's start simulated, [`page`] the Markdown;
 //! this file runs them.
 
+mod digest;
 mod experiments;
 mod guest;
 mod judge;
+mod matrix;
 mod open;
 mod page;
 mod start;
@@ -41,6 +52,7 @@ use crate::args::HostArgs;
 use crate::commands::vm::{self, VmArgs};
 use crate::simulate::{load_workload, simulate, simulate_observed};
 use anyhow::{Context, Result, bail};
+use digest::{Digest, KernelDigest, RunDigest};
 use experiments::*;
 use guest::*;
 use judge::*;
@@ -101,6 +113,25 @@ struct Checked {
     /// Boots whose figures were not the kernel's (see [`disturbance`]),
     /// each booted again, as kept in POLICY-disturbed.txt.
     disturbed: Vec<String>,
+    /// The kernel file's SHA-256 (None when only its digest is here), the
+    /// guest's calibration and each real run as the judge read them: the
+    /// digest's part of this policy.
+    sha256: Option<String>,
+    calibration: serde_json::Value,
+    runs: std::collections::BTreeMap<String, RunDigest>,
+}
+
+impl Checked {
+    fn digest(&self) -> KernelDigest {
+        KernelDigest {
+            kernel: self.kernel_file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            sha256: self.sha256.clone(),
+            calibration: self.calibration.clone(),
+            crashes: self.crashes.clone(),
+            disturbed: self.disturbed.clone(),
+            runs: self.runs.clone(),
+        }
+    }
 }
 
 struct Row {
@@ -109,6 +140,10 @@ struct Row {
     guest: Vec<Figure>,
     real: Vec<Figure>,
     secs: f64,
+    /// What the simulation with the guest's costs took from the real runs
+    /// besides the costs ([`Guest`]), to simulate other models as it.
+    uptime: Option<u64>,
+    before_start: Option<u64>,
 }
 
 /// The placement decisions of `w` simulated under `sched`.
@@ -128,7 +163,10 @@ pub fn run(opts: Options) -> Result<()> {
     if !(1..=20).contains(&runs) {
         bail!("--runs {runs}: give from 1 to 20 runs per figure");
     }
-    let policies = choose_policies(&opts)?;
+    // What an earlier validate kept of its real runs, where their reports
+    // are not (a clone of the repository: docs/validation-runs.json).
+    let kept = if opts.reuse { Digest::read(&opts.out)? } else { None };
+    let policies = choose_policies(&opts, kept.as_ref())?;
     let experiments: Vec<&Experiment> = EXPERIMENTS.iter().filter(|e| !opts.quick || e.quick).collect();
     let data = opts.out.join("validation");
     std::fs::create_dir_all(&data)
@@ -136,7 +174,8 @@ pub fn run(opts: Options) -> Result<()> {
     let started = Instant::now();
     let mut checked = Vec::new();
     for (policy, kernel_file) in policies {
-        let mut kernel = Kernel::new(&opts, &data, policy, kernel_file)?;
+        let kept = kept.as_ref().and_then(|d| d.kernels.get(policy.name));
+        let mut kernel = Kernel::new(&opts, &data, policy, kernel_file, kept)?;
         // The decisions need guests of more vCPUs than the host has CPUs,
         // and several runs: not part of --quick.
         let decision_experiments = DECISION_EXPERIMENTS.iter().filter(|_| !opts.quick);
@@ -147,7 +186,8 @@ pub fn run(opts: Options) -> Result<()> {
         checked.push(kernel.c);
     }
 
-    let (text, tallies, unexplained) = page::page(&opts, runs, &checked);
+    let matrix = cross_model(&opts, runs, &checked)?;
+    let (text, tallies, unexplained) = page::page(&opts, runs, &checked, &matrix);
     for (name, t) in tallies {
         eprintln!(
             "schedlab: validate: {name}: {} of {} figures within tolerance, {} explained by the guest's costs, uptime and start, {} not \
@@ -164,31 +204,115 @@ pub fn run(opts: Options) -> Result<()> {
         None => text,
     };
     std::fs::write(&md, text).with_context(|| format!("cannot write {}", md.display()))?;
+    Digest::new(checked.iter().map(|c| (c.policy.name.to_string(), c.digest())).collect()).write(&opts.out)?;
+    write_figures(&opts.out, &checked)?;
     eprintln!(
-        "schedlab: wrote {} ({} policies, {} experiments, {} runs each, {:.0} s)",
+        "schedlab: wrote {} and {} ({} policies, {} experiments, {} runs each, {:.0} s)",
         md.display(),
+        digest::FILE,
         checked.len(),
         experiments.len(),
         runs,
         started.elapsed().as_secs_f64()
     );
-    if !stale.is_empty() {
-        bail!(
-            "{} open difference(s) of crates/schedlab-cli/src/commands/validate/open.toml match no unexplained figure \
-             any more: {}. Remove them",
-            stale.len(),
-            stale.join(", ")
-        );
+    // Each failure on a line of its own (`schedlab: validate: fails: `),
+    // then one line that counts them.
+    let worse = matrix.failures();
+    let kinds = [
+        (
+            &unexplained,
+            "figure(s) outside tolerance that the guest's costs, uptime and start do not explain, and that no open \
+             difference of open.toml holds where it was measured (fix the model, or measure what explains them)",
+        ),
+        (
+            &stale,
+            "open difference(s) of crates/schedlab-cli/src/commands/validate/open.toml whose figure is no longer \
+             flagged and has left its band, or does not exist (remove them, or measure them again)",
+        ),
+        (&worse, "kernel(s) whose discriminating figures another model matches better than its own"),
+    ];
+    let mut counts = Vec::new();
+    for (list, what) in kinds {
+        for item in list.iter() {
+            eprintln!("{FAILS}{item}");
+        }
+        if !list.is_empty() {
+            counts.push(format!("{} {what}", list.len()));
+        }
     }
-    if !unexplained.is_empty() {
-        bail!(
-            "{} figure(s) outside tolerance that the guest's costs, uptime and start do not explain: {}. Fix the model, or measure \
-             what explains them",
-            unexplained.len(),
-            unexplained.join(", ")
-        );
+    if !counts.is_empty() {
+        bail!("{} (each named above)", counts.join("; "));
     }
     Ok(())
+}
+
+/// How validate names each thing it fails on, one a line.
+pub(crate) const FAILS: &str = "schedlab: validate: fails: ";
+
+/// The page's figures as data, DIR/validation-figures.json: per policy,
+/// experiment and figure, the medians of both simulations and of the real
+/// runs, the real runs' range, and the outcome (what an open difference's
+/// band is read from).
+fn write_figures(out: &std::path::Path, checked: &[Checked]) -> Result<()> {
+    let mut all = Vec::new();
+    for c in checked {
+        for row in &c.rows {
+            for f in row_keys(row) {
+                let find = |v: &[Figure]| v.iter().find(|x| x.key == f.key).map(|x| x.value).filter(|v| !v.is_nan());
+                let range = row.real.iter().find(|x| x.key == f.key).map(|x| [x.range.0, x.range.1]);
+                all.push(serde_json::json!({
+                    "policy": c.policy.name,
+                    "experiment": row.exp.id,
+                    "figure": f.key,
+                    "label": f.label,
+                    "kind": format!("{:?}", f.kind),
+                    "sim": find(&row.sim),
+                    "guest": find(&row.guest),
+                    "real": find(&row.real),
+                    "real_range": range.filter(|r| r.iter().all(|v| v.is_finite())),
+                    "outcome": format!("{:?}", outcome(row, &f.key)),
+                }));
+            }
+        }
+    }
+    let path = out.join("validation-figures.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&all)? + "\n")
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Every model judged on every kernel's runs ([`matrix`]). The default
+/// simulation does not depend on the kernel, so it runs once per model and
+/// experiment; a model's own rows are those of its section.
+fn cross_model(opts: &Options, runs: usize, checked: &[Checked]) -> Result<matrix::Matrix> {
+    use matrix::{KernelRows, RealRow};
+    let kernels: Vec<KernelRows> = checked
+        .iter()
+        .map(|c| KernelRows {
+            name: c.policy.name,
+            rows: c.rows.iter().map(|r| RealRow { id: r.exp.id, real: &r.real, secs: r.secs }).collect(),
+        })
+        .collect();
+    let mut experiments: Vec<&'static Experiment> = Vec::new();
+    for row in checked.iter().flat_map(|c| &c.rows) {
+        if !experiments.iter().any(|e| e.id == row.exp.id) {
+            experiments.push(row.exp);
+        }
+    }
+    let jobs: Vec<(&'static str, &'static Experiment)> =
+        kernels.iter().flat_map(|k| experiments.iter().map(move |&e| (k.name, e))).collect();
+    let defaults: std::collections::HashMap<(&str, &str), Vec<Figure>> = jobs
+        .par_iter()
+        .map(|&(model, exp)| Ok(((model, exp.id), medians(&simulated(opts, exp, model, runs, exp.secs * SEC, None)?))))
+        .collect::<Result<_>>()?;
+    matrix::Matrix::new(&kernels, |model, k, r| {
+        let (c, row) = (&checked[k], &checked[k].rows[r]);
+        if model == c.policy.name {
+            return Ok((row.sim.clone(), row.guest.clone()));
+        }
+        let guest = Guest { costs: &c.guest_costs, uptime: row.uptime, before_start: row.before_start };
+        let sims = simulated(opts, row.exp, model, runs, row.exp.secs * SEC, Some(&guest))?;
+        Ok((defaults[&(model, row.exp.id)].clone(), medians(&sims)))
+    })
 }
 
 /// How a policy's kernel is booted, as its model's defaults assume
@@ -200,6 +324,8 @@ struct PolicyKernel {
     vm_args: VmArgs,
     guest_costs: Vec<(String, u64)>,
     guest_notes: String,
+    /// The calibration they were read from.
+    calibration: serde_json::Value,
 }
 
 fn policy_kernel(
@@ -207,6 +333,7 @@ fn policy_kernel(
     data: &std::path::Path,
     policy: &'static PolicyInfo,
     kernel_file: &std::path::Path,
+    kept: Option<&serde_json::Value>,
 ) -> Result<PolicyKernel> {
     let label = policy.kernel.map_or(policy.name, |k| k.0);
     let vm_args = VmArgs {
@@ -217,8 +344,8 @@ fn policy_kernel(
         scx: policy.scx.map(String::from),
     };
     let file = data.join(format!("{}-calibration.json", policy.name));
-    let (guest_costs, guest_notes) = guest_costs(&file, opts.reuse, kernel_file, &vm_args, label)?;
-    Ok(PolicyKernel { label, vm_args, guest_costs, guest_notes })
+    let c = guest_costs(&file, opts.reuse, kept, kernel_file, &vm_args, label)?;
+    Ok(PolicyKernel { label, vm_args, guest_costs: c.costs, guest_notes: c.notes, calibration: c.calibration })
 }
 
 /// One policy's kernel as validate boots it, and what it has found so far.
@@ -229,19 +356,33 @@ struct Kernel<'a> {
     vm_args: VmArgs,
     crashes_file: PathBuf,
     disturbed_file: PathBuf,
+    kept: Option<&'a KernelDigest>,
 }
 
 impl<'a> Kernel<'a> {
     /// The guest's costs (measured now, or kept) and the boots an earlier
-    /// validate found crashed or disturbed (kept only when its runs are).
+    /// validate found crashed or disturbed (kept only when its runs are),
+    /// from DIR/validation/ or else from the digest `kept`.
     fn new(
         opts: &Options,
         data: &'a std::path::Path,
         policy: &'static PolicyInfo,
         kernel_file: PathBuf,
+        kept: Option<&'a KernelDigest>,
     ) -> Result<Self> {
-        let PolicyKernel { label, vm_args, guest_costs, guest_notes } =
-            policy_kernel(opts, data, policy, &kernel_file)?;
+        let sha256 = if kernel_file.is_file() { Some(digest::sha256(&kernel_file)?) } else { None };
+        if let (Some(now), Some(then)) = (&sha256, kept.and_then(|k| k.sha256.as_ref()))
+            && now != then
+        {
+            bail!(
+                "{}: the runs kept in {} were measured in another build of this kernel (SHA-256 {then}, this one's \
+                 {now}): run validate without --reuse-real to boot this one",
+                kernel_file.display(),
+                opts.out.join(digest::FILE).display()
+            );
+        }
+        let PolicyKernel { label, vm_args, guest_costs, guest_notes, calibration } =
+            policy_kernel(opts, data, policy, &kernel_file, kept.map(|k| &k.calibration))?;
         let mut c = Checked {
             policy,
             kernel_file,
@@ -254,19 +395,25 @@ impl<'a> Kernel<'a> {
             machine: String::new(),
             crashes: Vec::new(),
             disturbed: Vec::new(),
+            sha256: sha256.or_else(|| kept.and_then(|k| k.sha256.clone())),
+            calibration,
+            runs: Default::default(),
         };
         let crashes_file = data.join(format!("{}-crashes.txt", policy.name));
         let disturbed_file = data.join(format!("{}-disturbed.txt", policy.name));
-        for (file, list) in [(&crashes_file, &mut c.crashes), (&disturbed_file, &mut c.disturbed)] {
+        let kept_lists = [kept.map(|k| &k.crashes), kept.map(|k| &k.disturbed)];
+        let files = [(&crashes_file, &mut c.crashes), (&disturbed_file, &mut c.disturbed)];
+        for ((file, list), kept) in files.into_iter().zip(kept_lists) {
             if opts.reuse {
-                if let Ok(text) = std::fs::read_to_string(file) {
-                    *list = text.lines().map(str::to_string).collect();
+                match std::fs::read_to_string(file) {
+                    Ok(text) => *list = text.lines().map(str::to_string).collect(),
+                    Err(_) => *list = kept.cloned().unwrap_or_default(),
                 }
             } else if file.exists() {
                 std::fs::remove_file(file).with_context(|| format!("cannot remove {}", file.display()))?;
             }
         }
-        Ok(Kernel { c, label, data, vm_args, crashes_file, disturbed_file })
+        Ok(Kernel { c, label, data, vm_args, crashes_file, disturbed_file, kept })
     }
 
     /// One experiment's row: simulated with both sets of costs, and `runs`
@@ -281,10 +428,18 @@ impl<'a> Kernel<'a> {
         let mut uptimes = Vec::new();
         let mut before_start = Vec::new();
         for run in 1..=runs {
-            let kept = self.data.join(format!("{}-{}-{run}.json", self.c.policy.name, exp.id));
-            let reused = if opts.reuse { kept_run(&kept, duration)? } else { None };
-            let report = match reused {
-                Some(r) => r,
+            let name = format!("{}-{run}", exp.id);
+            let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
+            // A kept report, or else the digest of one.
+            let reused = if !opts.reuse {
+                None
+            } else if let Some(r) = kept_run(&kept, duration)? {
+                Some(RunDigest::of(exp, &r))
+            } else {
+                self.kept.and_then(|k| k.runs.get(&name)).filter(|d| d.is_of_length(duration)).cloned()
+            };
+            let real = match reused {
+                Some(d) => d,
                 None => {
                     eprintln!(
                         "schedlab: validate: {} {} run {run}/{runs} in {} ({:.0} s so far)",
@@ -296,26 +451,23 @@ impl<'a> Kernel<'a> {
                     let r = self.boot(exp, run, duration)?;
                     std::fs::write(&kept, serde_json::to_string(&r)?)
                         .with_context(|| format!("cannot write {}", kept.display()))?;
-                    r
+                    RunDigest::of(exp, &r)
                 }
             };
-            uptimes.extend(report.extra_figure(schedlab_host::UPTIME_AT_START));
-            before_start.push(report.extra_figure(schedlab_host::CPU_BEFORE_START_P50));
-            if exp.figures.decisions {
-                let d = report.host.as_ref().and_then(|h| h.decisions.as_ref());
-                reals.push(d.map(decision_figures).unwrap_or_default());
-                continue;
-            }
-            if let Some(h) = report.host.as_ref() {
-                self.c.machine = h.machine.clone();
-                let idle = h.notes.iter().find_map(|n| n.strip_prefix(IDLE_NOTE)?.parse::<f64>().ok());
-                if let Some(idle) = idle {
+            uptimes.extend(real.uptime_s);
+            before_start.push(real.cpu_before_start_us);
+            reals.push(real.figures.clone());
+            if !exp.figures.decisions
+                && let Some(machine) = &real.machine
+            {
+                self.c.machine.clone_from(machine);
+                if let Some(idle) = real.idle_cpus {
                     self.c.idle_min = self.c.idle_min.min(idle);
                     self.c.idle_runs += 1;
                 }
                 self.c.real_runs += 1;
             }
-            reals.push(figures(exp, &report));
+            self.c.runs.insert(name, real);
         }
         // The guest's kernel had been up a few seconds when each run began
         // (runs kept from before 2026-11-25 do not say), not the default
@@ -337,6 +489,8 @@ impl<'a> Kernel<'a> {
             guest: medians(&guest_sims),
             real: medians(&reals),
             secs: duration as f64 / 1e9,
+            uptime,
+            before_start,
         })
     }
 
@@ -385,6 +539,7 @@ impl<'a> Kernel<'a> {
         };
         if let Some(h) = r.host.as_mut() {
             h.notes.push(format!("{IDLE_NOTE}{idle:.2}"));
+            h.notes.push(format!("{}{}", digest::MEASURED_NOTE, digest::this_commit()));
         }
         Ok(r)
     }
@@ -433,13 +588,24 @@ fn simulated(
 
 /// The open.toml entries for an experiment that ran on their policy whose
 /// figure was not unexplained there.
-fn stale_open_entries(checked: &[Checked]) -> Vec<String> {
+fn stale_open_entries<'a>(checked: &'a [Checked]) -> Vec<String> {
     let mut stale = Vec::new();
     for o in open::all() {
         let Some(c) = checked.iter().find(|c| c.policy.name == o.policy) else { continue };
         let Some(row) = c.rows.iter().find(|r| r.exp.id == o.experiment) else { continue };
-        if outcome(row, &o.figure) != Outcome::Unexplained {
-            stale.push(format!("{} {} {}", o.policy, o.experiment, o.figure));
+        if !row.sim.iter().chain(&row.real).any(|f| f.key == o.figure) {
+            stale.push(format!("{} {} {} (no such figure)", o.policy, o.experiment, o.figure));
+            continue;
+        }
+        // A difference that did not show in these runs stays open while
+        // its figures are where it was measured (a figure near its
+        // tolerance is flagged in some boots and not in others); one that
+        // moved away was fixed or changed, and its entry must say so.
+        let find = |v: &'a [Figure]| v.iter().find(|f| f.key == o.figure);
+        if outcome(row, &o.figure) != Outcome::Unexplained
+            && let Some(why) = o.band_miss(find(&row.sim), find(&row.guest), find(&row.real), row.secs)
+        {
+            stale.push(format!("{} {} {} (no longer flagged, {why})", o.policy, o.experiment, o.figure));
         }
     }
     stale
@@ -447,13 +613,15 @@ fn stale_open_entries(checked: &[Checked]) -> Vec<String> {
 
 /// The policies to check and their kernel files. Named policies must have
 /// a kernel; by default every policy whose kernel file is there.
-fn choose_policies(opts: &Options) -> Result<Vec<(&'static PolicyInfo, PathBuf)>> {
+/// With `kept` (--reuse-real), a policy whose runs it holds needs no kernel.
+fn choose_policies(opts: &Options, kept: Option<&Digest>) -> Result<Vec<(&'static PolicyInfo, PathBuf)>> {
     let mut out = Vec::new();
+    let in_digest = |name: &str| kept.is_some_and(|d| d.kernels.contains_key(name));
     if opts.sched.is_empty() {
         for p in schedlab_policies::all() {
             if let Some((file, _)) = p.kernel {
                 let path = opts.kernels.join(format!("{file}.bzImage"));
-                if path.is_file() {
+                if path.is_file() || in_digest(p.name) {
                     out.push((p, path));
                 } else {
                     eprintln!("schedlab: validate: {} skipped: no {}", p.name, path.display());
@@ -484,7 +652,7 @@ fn choose_policies(opts: &Options) -> Result<Vec<(&'static PolicyInfo, PathBuf)>
             bail!("{name} has no bootable kernel to be checked against (see `schedlab list`)");
         };
         let path = opts.kernels.join(format!("{file}.bzImage"));
-        if !path.is_file() {
+        if !path.is_file() && !in_digest(p.name) {
             bail!(
                 "{} is not there: build it with tools/kernel/build.sh or give its directory with --kernels",
                 path.display()
@@ -629,6 +797,8 @@ mod tests {
             guest: vec![fig(Kind::Rate, guest)],
             real: vec![fig(Kind::Rate, real)],
             secs: 3.0,
+            uptime: None,
+            before_start: None,
         }
     }
 
@@ -662,6 +832,8 @@ mod tests {
                 o.policy
             );
             assert!(!o.figure.contains('*') && !o.experiment.contains('*') && !o.policy.contains('*'));
+            // Its numbers are data: the band it was measured at, and by whom.
+            assert!(o.measured.is_some(), "{} {} {} has no band", o.policy, o.experiment, o.figure);
         }
         // bmq nice-hog's open entries hold while the nice 5 hog's share is
         // unexplained, and go stale once the model agrees with the kernel.
@@ -677,6 +849,8 @@ mod tests {
                 guest: vec![share(sim_share), run(4_175_000.0)],
                 real,
                 secs: 3.0,
+                uptime: None,
+                before_start: None,
             }],
             guest_costs: Vec::new(),
             guest_notes: String::new(),
@@ -686,13 +860,17 @@ mod tests {
             machine: String::new(),
             crashes: Vec::new(),
             disturbed: Vec::new(),
+            sha256: None,
+            calibration: serde_json::Value::Null,
+            runs: Default::default(),
         };
         assert!(stale_open_entries(&[checked(1.3, vec![share(0.0)])]).is_empty());
+        // Agreed, and moved from where they were measured: stale.
         let agreed = checked(0.0, vec![share(0.0), run(4_192_000.0)]);
-        assert_eq!(
-            stale_open_entries(&[agreed]),
-            vec!["bmq nice-hog share:nice5-hog".to_string(), "bmq nice-hog run:nice5-hog".to_string()]
-        );
+        let stale = stale_open_entries(&[agreed]);
+        assert_eq!(stale.len(), 2, "{stale:?}");
+        assert!(stale[0].starts_with("bmq nice-hog share:nice5-hog (no longer flagged, out of its band"), "{stale:?}");
+        assert!(stale[1].starts_with("bmq nice-hog run:nice5-hog (no longer flagged"), "{stale:?}");
     }
 
     #[test]

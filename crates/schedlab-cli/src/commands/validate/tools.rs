@@ -16,6 +16,7 @@
 //! a full `validate` keeps it, so each part of the page is rewritten only
 //! by the run that measures it.
 
+use super::matrix::{KernelRows, Matrix, RealRow};
 use super::*;
 use crate::commands::program::{self, ProgramArgs};
 use schedlab_sim::formats::presets::{self, ToolCosts};
@@ -365,9 +366,9 @@ pub(super) fn run(opts: &Options) -> Result<()> {
         .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
     let started = Instant::now();
     let mut done = Vec::new();
-    for (policy, kernel_file) in choose_policies(opts)? {
-        let PolicyKernel { label, vm_args, guest_costs, guest_notes } =
-            policy_kernel(opts, &data, policy, &kernel_file)?;
+    for (policy, kernel_file) in choose_policies(opts, None)? {
+        let PolicyKernel { label, vm_args, guest_costs, guest_notes, .. } =
+            policy_kernel(opts, &data, policy, &kernel_file, None)?;
         let mut disturbed = Vec::new();
         let kept = |what: &str, line: &str, disturbed: &mut Vec<String>| {
             let file = data.join(format!("{}-{what}.json", policy.name));
@@ -430,161 +431,32 @@ pub(super) fn run(opts: &Options) -> Result<()> {
     Ok(())
 }
 
-/// Every model's presets judged against every kernel's real runs: a
-/// model that matches its own kernel no better than another model does
-/// says nothing about its scheduler. A kernel's *discriminating* figures
-/// are those where another kernel's real runs are outside its tolerance:
-/// the figures that tell the schedulers apart.
-struct Matrix {
-    /// The policies, as models (rows) and as kernels (columns), in order.
-    names: Vec<&'static str>,
-    /// [model][kernel]: figures within or explained, figures compared
-    /// (not-compared ones left out), and the same of the discriminating.
-    cells: Vec<Vec<[usize; 4]>>,
-    /// Per kernel: its discriminating figures, "check figure".
-    discriminating: Vec<Vec<String>>,
-    /// Per kernel: all of its real figures, "check figure".
-    figures: Vec<Vec<String>>,
-}
-
-impl Matrix {
-    /// The kernels whose discriminating figures another model matches
-    /// better than their own model does.
-    fn failures(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for (k, name) in self.names.iter().enumerate() {
-            let own = self.cells[k][k][2];
-            for (m, other) in self.names.iter().enumerate() {
-                let theirs = self.cells[m][k][2];
-                if m != k && theirs > own {
-                    out.push(format!(
-                        "{name}'s kernel: the {other} model matches {theirs} of its {} discriminating figures, its own \
-                         {own}",
-                        self.cells[k][k][3]
-                    ));
-                }
-            }
-        }
-        out
-    }
-}
-
-/// Whether a kernel's real figure `f` tells it apart: another kernel's
-/// real figure is outside its tolerance (or that kernel lacks it).
-fn discriminates<'a>(f: &Figure, others: impl Iterator<Item = Option<&'a Figure>>, secs: f64) -> bool {
-    others.into_iter().any(|theirs| judge(f.kind, theirs, Some(f), secs).1 == Verdict::Outside)
-}
-
-fn agrees(o: Outcome) -> Option<bool> {
-    match o {
-        Outcome::Within | Outcome::Explained => Some(true),
-        Outcome::Unexplained => Some(false),
-        Outcome::NotCompared => None,
-    }
-}
-
+/// Every model's presets judged against every kernel's real runs
+/// ([`matrix`]).
 fn cross_model(done: &[KernelTools], runs: usize) -> Result<Matrix> {
-    let names: Vec<&'static str> = done.iter().map(|k| k.policy.name).collect();
-    let mut discriminating = Vec::new();
-    let mut figures = Vec::new();
-    for (k, kernel) in done.iter().enumerate() {
-        figures.push(
-            kernel.rows.iter().flat_map(|r| r.real.iter().map(|f| format!("{} {}", r.check.id, f.key))).collect(),
-        );
-        let mut keys = Vec::new();
-        for (c, row) in kernel.rows.iter().enumerate() {
-            for f in &row.real {
-                let others = done.iter().enumerate().filter(|&(k2, _)| k2 != k);
-                if discriminates(f, others.map(|(_, o)| o.rows[c].real.iter().find(|x| x.key == f.key)), row.secs) {
-                    keys.push(format!("{} {}", row.check.id, f.key));
-                }
-            }
-        }
-        discriminating.push(keys);
-    }
-    let mut cells = vec![vec![[0usize; 4]; done.len()]; done.len()];
-    for (m, model) in names.iter().enumerate() {
-        for (k, kernel) in done.iter().enumerate() {
-            let cell = &mut cells[m][k];
-            for row in &kernel.rows {
-                let sim = medians(&simulated(row.check, model, runs, row.duration, &ToolCosts::MEASURED, &[])?);
-                let guest =
-                    medians(&simulated(row.check, model, runs, row.duration, &kernel.tool_costs, &kernel.guest_costs)?);
-                for f in &row.real {
-                    let Some(ok) = agrees(outcome_of(&sim, &guest, &row.real, row.secs, &f.key)) else { continue };
-                    let disc = discriminating[k].contains(&format!("{} {}", row.check.id, f.key));
-                    cell[0] += ok as usize;
-                    cell[1] += 1;
-                    cell[2] += (ok && disc) as usize;
-                    cell[3] += disc as usize;
-                }
-            }
-        }
-    }
-    Ok(Matrix { names, cells, discriminating, figures })
+    let kernels: Vec<KernelRows> = done
+        .iter()
+        .map(|k| KernelRows {
+            name: k.policy.name,
+            rows: k.rows.iter().map(|r| RealRow { id: r.check.id, real: &r.real, secs: r.secs }).collect(),
+        })
+        .collect();
+    Matrix::new(&kernels, |model, k, r| {
+        let (kernel, row) = (&done[k], &done[k].rows[r]);
+        let sim = medians(&simulated(row.check, model, runs, row.duration, &ToolCosts::MEASURED, &[])?);
+        let guest = medians(&simulated(row.check, model, runs, row.duration, &kernel.tool_costs, &kernel.guest_costs)?);
+        Ok((sim, guest))
+    })
 }
 
-/// A kernel's discriminating figures among all of its figures, named by
-/// the shorter list.
-fn discriminating_text(disc: &[String], all: &[String]) -> String {
-    let rest: Vec<&str> = all.iter().filter(|f| !disc.contains(f)).map(String::as_str).collect();
-    match (disc.len(), rest.len()) {
-        (0, _) => "none".into(),
-        (n, 0) => format!("all {n}"),
-        (n, r) if r < n => format!("{n} of {}, all but {}", all.len(), rest.join(", ")),
-        (n, _) => format!("{n} of {}: {}", all.len(), disc.join(", ")),
-    }
-}
-
-/// The matrix as Markdown: a row per model, a column per kernel.
-fn matrix_text(m: &Matrix) -> String {
-    let mut t = String::from(
-        "\n### Which model matches which kernel\n\nEach model's presets judged against each kernel's real runs (the \
-         simulation with that kernel's costs, as above): figures within or explained of those compared, and in \
-         brackets of the kernel's *discriminating* figures, those where another kernel's real runs are outside its \
-         tolerance. A model must match its own kernel's discriminating figures at least as well as any other \
-         model does, or `validate --tools` fails.\n\n| model \\ kernel |",
-    );
-    for n in &m.names {
-        let _ = write!(t, " {n} |");
-    }
-    t.push_str("\n|---|");
-    t.push_str(&"---:|".repeat(m.names.len()));
-    t.push('\n');
-    for (r, model) in m.names.iter().enumerate() {
-        let _ = write!(t, "| {model} |");
-        for (k, _) in m.names.iter().enumerate() {
-            let [a, n, da, dn] = m.cells[r][k];
-            let cell = format!("{a}/{n} ({da}/{dn})");
-            if r == k {
-                let _ = write!(t, " **{cell}** |");
-            } else {
-                let _ = write!(t, " {cell} |");
-            }
-        }
-        t.push('\n');
-    }
-    t.push_str(
-        "\n| kernel | own model, discriminating | best other model | margin | discriminating figures |\n\
-         |---|---:|---|---:|---|\n",
-    );
-    for (k, name) in m.names.iter().enumerate() {
-        let own = m.cells[k][k];
-        let best = (0..m.names.len()).filter(|&o| o != k).max_by_key(|&o| m.cells[o][k][2]);
-        let (best_name, best_cells) = best.map_or(("-", [0; 4]), |o| (m.names[o], m.cells[o][k]));
-        let _ = writeln!(
-            t,
-            "| {name} | {}/{} | {best_name} {}/{} | {:+} | {} |",
-            own[2],
-            own[3],
-            best_cells[2],
-            best_cells[3],
-            own[2] as i64 - best_cells[2] as i64,
-            discriminating_text(&m.discriminating[k], &m.figures[k])
-        );
-    }
-    t
-}
+/// The matrix's heading and what it says, in the presets' section.
+const MATRIX_HEADING: &str = "### Which model matches which kernel";
+const MATRIX_INTRO: &str = "Each model's presets judged against each kernel's real runs (the simulation with that \
+    kernel's costs, as above): figures within or explained of those compared, and in brackets the same of the \
+    figures that tell the two kernels apart (on the diagonal, the kernel's *discriminating* figures, those some \
+    other kernel differs on). Below, each kernel's own model against the other model closest to it on the figures \
+    that tell their two kernels apart; where another model gets more of them than the kernel's own, `validate \
+    --tools` fails.";
 
 /// `page` with its tools section (BEGIN to END, no line end of its own)
 /// replaced by `section`, or the section added at its end; writing the same
@@ -717,7 +589,7 @@ fn section(opts: &Options, runs: usize, done: &[KernelTools], matrix: &Matrix) -
         );
         sections.push_str(&s);
     }
-    t.push_str(&matrix_text(matrix));
+    t.push_str(&matrix.text(MATRIX_HEADING, MATRIX_INTRO));
     t.push_str(&sections);
     t.push('\n');
     t.push_str(END);
@@ -798,52 +670,6 @@ mod tests {
         let perf = "# Running 'sched/pipe' benchmark:\n\n     Total time: 0.816 [sec]\n\n     163.375400 usecs/op\n";
         assert_eq!(tool_time(perf), Some(816_000_000.0));
         assert_eq!(tool_time("T: 0 ( 38) P:80 I:1000 C: 2000"), None);
-    }
-
-    fn rate(value: f64) -> Figure {
-        Figure {
-            key: "switches".into(),
-            label: "switches/s".into(),
-            kind: Kind::Rate,
-            value,
-            range: (value, value),
-            of_share: 100.0,
-            samples: 0.0,
-            turn: 0.0,
-        }
-    }
-
-    #[test]
-    fn a_figure_discriminates_where_another_kernel_is_outside_its_tolerance() {
-        // 1000/s against 1050/s and 950/s: within 10%, all alike.
-        let (a, b) = (rate(1050.0), rate(950.0));
-        assert!(!discriminates(&rate(1000.0), [Some(&a), Some(&b)].into_iter(), 3.0));
-        // One kernel at 1500/s tells it apart; so does one that lacks it.
-        let c = rate(1500.0);
-        assert!(discriminates(&rate(1000.0), [Some(&a), Some(&c)].into_iter(), 3.0));
-        assert!(discriminates(&rate(1000.0), [Some(&a), None].into_iter(), 3.0));
-    }
-
-    #[test]
-    fn a_kernel_matched_better_by_another_model_fails() {
-        let m = Matrix {
-            names: vec!["bmq", "pds"],
-            // bmq's kernel: its own model 3 of 5 discriminating, pds's 4.
-            cells: vec![vec![[10, 12, 3, 5], [9, 12, 2, 4]], vec![[11, 12, 4, 5], [12, 12, 4, 4]]],
-            discriminating: vec![vec!["a x".into()], Vec::new()],
-            figures: vec![vec!["a x".into(), "a y".into()], vec!["a x".into()]],
-        };
-        let f = m.failures();
-        assert_eq!(f.len(), 1, "{f:?}");
-        assert!(f[0].starts_with("bmq's kernel: the pds model matches 4 of its 5"), "{f:?}");
-        // A tie is no failure: pds's kernel, 4 each.
-        let text = matrix_text(&m);
-        assert!(text.contains("| bmq | **10/12 (3/5)** | 9/12 (2/4) |"), "{text}");
-        assert!(text.contains("| bmq | 3/5 | pds 4/5 | -1 | 1 of 2: a x |"), "{text}");
-        assert!(text.contains("| pds | 4/4 | bmq 2/4 | +2 | none |"), "{text}");
-        let all: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
-        assert_eq!(discriminating_text(&all[..2], &all), "2 of 3, all but c");
-        assert_eq!(discriminating_text(&all, &all), "all 3");
     }
 
     #[test]

@@ -1,0 +1,163 @@
+//! The real runs' digest, DIR/validation-runs.json: what the judge reads
+//! of each real run (its figures, the kernel's uptime and the threads' CPU
+//! before the start that the simulation with the guest's costs takes, the
+//! host's idle CPUs, the guest machine), the guest's calibration, the
+//! boots found crashed or disturbed, the kernel file's SHA-256 and the
+//! schedlab commit that measured each run. A full report is tens of
+//! kilobytes and a validate keeps hundreds of them in DIR/validation/;
+//! the digest is what a page needs, small enough to commit beside it
+//! (docs/validation-runs.json), so that `validate --reuse-real` judges the
+//! page again from a clone, with no kernel and no boot, after a model
+//! changes, and a test can check the committed page is the one its runs
+//! give.
+
+use super::judge::{Figure, decision_figures, figures};
+use super::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The file's name in validate's --out directory.
+pub(super) const FILE: &str = "validation-runs.json";
+
+/// The note a real run booted by validate carries: the schedlab commit
+/// that measured it (this binary's, from build.rs).
+pub(super) const MEASURED_NOTE: &str = "measured by schedlab ";
+
+/// This binary's commit, as the runs it measures name it.
+pub(super) fn this_commit() -> String {
+    format!("{} ({})", env!("CARGO_PKG_VERSION"), env!("SCHEDLAB_COMMIT"))
+}
+
+#[derive(Serialize, Deserialize, Default)]
+pub(super) struct Digest {
+    /// What the file is, for whoever opens it.
+    pub(super) about: String,
+    /// Per policy (its model's name), its kernel's runs.
+    pub(super) kernels: BTreeMap<String, KernelDigest>,
+}
+
+#[derive(Serialize, Deserialize, Default, Clone)]
+pub(super) struct KernelDigest {
+    /// The kernel's file name, and its SHA-256 when validate had it.
+    pub(super) kernel: String,
+    pub(super) sha256: Option<String>,
+    /// The guest's costs as `schedlab calibrate` measured them (the
+    /// median of the boots, every boot under "boots").
+    pub(super) calibration: serde_json::Value,
+    pub(super) crashes: Vec<String>,
+    pub(super) disturbed: Vec<String>,
+    /// Per run, "EXPERIMENT-N".
+    pub(super) runs: BTreeMap<String, RunDigest>,
+}
+
+/// What the judge reads of one real run.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub(super) struct RunDigest {
+    /// "VERSION (COMMIT)" of the schedlab that booted it; None for runs
+    /// kept by a validate that did not record it.
+    pub(super) measured_by: Option<String>,
+    pub(super) duration_ns: u64,
+    /// The run ended before its duration (its makespan is its length).
+    pub(super) ended_early: bool,
+    pub(super) figures: Vec<Figure>,
+    pub(super) uptime_s: Option<f64>,
+    pub(super) cpu_before_start_us: Option<f64>,
+    pub(super) idle_cpus: Option<f64>,
+    /// The guest machine as the report describes it; None where the report
+    /// has no host part.
+    pub(super) machine: Option<String>,
+}
+
+impl RunDigest {
+    /// What the judge reads of `r`, a real run of `exp`.
+    pub(super) fn of(exp: &Experiment, r: &Report) -> RunDigest {
+        let host = r.host.as_ref();
+        let note = |prefix: &str| host.and_then(|h| h.notes.iter().find_map(|n| n.strip_prefix(prefix)));
+        let figures = if exp.figures.decisions {
+            host.and_then(|h| h.decisions.as_ref()).map(decision_figures).unwrap_or_default()
+        } else {
+            figures(exp, r)
+        };
+        RunDigest {
+            measured_by: note(MEASURED_NOTE).map(str::to_string),
+            duration_ns: r.duration_ns,
+            ended_early: r.totals.makespan_ns.is_some(),
+            figures,
+            uptime_s: r.extra_figure(schedlab_host::UPTIME_AT_START),
+            cpu_before_start_us: r.extra_figure(schedlab_host::CPU_BEFORE_START_P50),
+            idle_cpus: note(IDLE_NOTE).and_then(|n| n.parse().ok()),
+            machine: host.map(|h| h.machine.clone()),
+        }
+    }
+
+    /// Whether it is a run of this length (one that finished early reports
+    /// its makespan as its length), as [`kept_run`] asks of a report.
+    pub(super) fn is_of_length(&self, duration: u64) -> bool {
+        self.duration_ns.abs_diff(duration) < duration / 10 || (self.ended_early && self.duration_ns <= duration)
+    }
+}
+
+impl Digest {
+    /// The digest in `out`, if there is one.
+    pub(super) fn read(out: &Path) -> Result<Option<Digest>> {
+        let path = out.join(FILE);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        let d = serde_json::from_str(&text).with_context(|| {
+            format!("{} is not a digest of real runs: remove it (validate then boots the kernels)", path.display())
+        })?;
+        Ok(Some(d))
+    }
+
+    pub(super) fn write(&self, out: &Path) -> Result<()> {
+        let path = out.join(FILE);
+        let mut text = serde_json::to_string_pretty(self)?;
+        text.push('\n');
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    pub(super) fn new(kernels: BTreeMap<String, KernelDigest>) -> Digest {
+        Digest {
+            about: "The real runs of docs/validation.md as `schedlab validate` judges them: per policy, its kernel \
+                    (file and SHA-256), the guest's calibration, the boots found crashed or disturbed, and per run \
+                    (EXPERIMENT-N) its figures and what the simulation with the guest's costs takes from it. \
+                    `schedlab validate --reuse-real --out DIR` judges the page again from DIR/validation-runs.json \
+                    without booting anything."
+                .into(),
+            kernels,
+        }
+    }
+}
+
+/// The SHA-256 of a kernel file, hex.
+pub(super) fn sha256(path: &Path) -> Result<String> {
+    use sha2::Digest as _;
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_keeps_what_the_judge_reads_and_reads_back_the_same() {
+        let exp = &EXPERIMENTS[0];
+        let w = load_workload(&experiment_common(exp, 200_000_000, 1)).unwrap();
+        let mut r = simulate(&w, "eevdf").unwrap();
+        r.extra.push((schedlab_host::UPTIME_AT_START.into(), 2.5));
+        let d = RunDigest::of(exp, &r);
+        assert_eq!(d.figures.len(), figures(exp, &r).len());
+        assert_eq!(d.uptime_s, Some(2.5));
+        assert!(d.is_of_length(200_000_000) && !d.is_of_length(400_000_000));
+        let text = serde_json::to_string(&d).unwrap();
+        let back: RunDigest = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        // A run's medians from the digest are those from the report.
+        let (a, b) = (medians(&[back.figures]), medians(&[figures(exp, &r)]));
+        assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    }
+}
