@@ -348,3 +348,18 @@ pub(super) fn figure_keys<'a>(sim: &'a [Figure], real: &'a [Figure]) -> Vec<&'a 
     keys.extend(real.iter().filter(|r| !sim.iter().any(|s| s.key == r.key)));
     keys
 }
+
+/// A figure of `kind` keyed "k", for the tests of the judge and what uses it.
+#[cfg(test)]
+pub(super) fn fig(kind: Kind, value: f64) -> Figure {
+    Figure {
+        key: "k".into(),
+        label: "k".into(),
+        kind,
+        value,
+        range: (value, value),
+        of_share: 100.0,
+        samples: 0.0,
+        turn: 0.0,
+    }
+}

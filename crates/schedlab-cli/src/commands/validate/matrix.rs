@@ -247,16 +247,7 @@ mod tests {
     }
 
     fn rate(value: f64) -> Figure {
-        Figure {
-            key: "switches".into(),
-            label: "switches/s".into(),
-            kind: Kind::Rate,
-            value,
-            range: (value, value),
-            of_share: 100.0,
-            samples: 0.0,
-            turn: 0.0,
-        }
+        Figure { key: "switches".into(), label: "switches/s".into(), ..fig(Kind::Rate, value) }
     }
 
     #[test]

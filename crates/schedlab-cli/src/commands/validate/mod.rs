@@ -703,19 +703,6 @@ mod tests {
         assert_eq!(disturbance(&r, 4096), None);
     }
 
-    fn fig(kind: Kind, value: f64) -> Figure {
-        Figure {
-            key: "k".into(),
-            label: "k".into(),
-            kind,
-            value,
-            range: (value, value),
-            of_share: 100.0,
-            samples: 0.0,
-            turn: 0.0,
-        }
-    }
-
     fn verdict(kind: Kind, sim: f64, real: f64, secs: f64) -> Verdict {
         judge(kind, Some(&fig(kind, sim)), Some(&fig(kind, real)), secs).1
     }

@@ -119,20 +119,7 @@ pub(super) fn find(policy: &str, exp: &str, key: &str) -> Option<(&'static str, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::validate::judge::Kind;
-
-    fn fig(kind: Kind, value: f64) -> Figure {
-        Figure {
-            key: "k".into(),
-            label: "k".into(),
-            kind,
-            value,
-            range: (value, value),
-            of_share: 100.0,
-            samples: 0.0,
-            turn: 0.0,
-        }
-    }
+    use crate::commands::validate::judge::{Kind, fig};
 
     fn open(text: &str) -> Open {
         toml::from_str(&format!("policy = \"bmq\"\nexperiment = \"e\"\nfigure = \"k\"\n{text}")).unwrap()
