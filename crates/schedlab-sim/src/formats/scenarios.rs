@@ -13,6 +13,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("make-j", include_str!("../../../../scenarios/make-j.toml")),
     ("encoder", include_str!("../../../../scenarios/encoder.toml")),
     ("nice-hog", include_str!("../../../../scenarios/nice-hog.toml")),
+    ("nice-ladder", include_str!("../../../../scenarios/nice-ladder.toml")),
     ("sleeper-hog", include_str!("../../../../scenarios/sleeper-hog.toml")),
     ("yield-hog", include_str!("../../../../scenarios/yield-hog.toml")),
     ("fork-burst", include_str!("../../../../scenarios/fork-burst.toml")),

@@ -105,6 +105,18 @@ pub(super) const EXPERIMENTS: &[Experiment] = &[
         cpus: CPUS,
     },
     Experiment {
+        id: "nice-ladder",
+        workload: "nice-ladder",
+        params: &[],
+        what: "hogs at nice 0, 3 and 6 and a 1 ms run / 4 ms sleep task at nice 3 on CPU 0",
+        // Where BMQ's levels and PDS's deadlines part: the two kernels
+        // differed on only 9-10 figures of the other experiments.
+        figures: Figures { shares: true, migrations: false, wakeups: true, makespan: false, decisions: false },
+        quick: false,
+        secs: 3,
+        cpus: CPUS,
+    },
+    Experiment {
         id: "sleeper-hog",
         workload: "sleeper-hog",
         params: &[],
