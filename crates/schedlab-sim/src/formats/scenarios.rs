@@ -16,6 +16,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("nice-ladder", include_str!("../../../../scenarios/nice-ladder.toml")),
     ("sleeper-hog", include_str!("../../../../scenarios/sleeper-hog.toml")),
     ("yield-hog", include_str!("../../../../scenarios/yield-hog.toml")),
+    ("wakeup-preemption", include_str!("../../../../scenarios/wakeup-preemption.toml")),
     ("fork-burst", include_str!("../../../../scenarios/fork-burst.toml")),
     ("cgroup-split", include_str!("../../../../scenarios/cgroup-split.toml")),
 ];

@@ -117,6 +117,18 @@ pub(super) const EXPERIMENTS: &[Experiment] = &[
         cpus: CPUS,
     },
     Experiment {
+        id: "wakeup-preemption",
+        workload: "wakeup-preemption",
+        params: &[],
+        what: "a 0.5 ms run / 9.5 ms sleep task beside two hogs on CPU 0",
+        // Whether a wakeup preempts: its latency is a tick or a slice
+        // where it does not, milliseconds that TCG's costs do not hide.
+        figures: Figures { shares: true, migrations: false, wakeups: true, makespan: false, decisions: false },
+        quick: false,
+        secs: 3,
+        cpus: CPUS,
+    },
+    Experiment {
         id: "sleeper-hog",
         workload: "sleeper-hog",
         params: &[],
