@@ -955,19 +955,9 @@ fn a_run_in_another_pid_namespace_does_not_claim_a_trace_it_could_not_read() {
 /// page written again shows as a difference here.
 #[test]
 fn the_committed_validation_page_is_what_its_committed_runs_give() {
-    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
-    let dir = tempfile::tempdir().unwrap();
-    for file in ["validation.md", "validation-runs.json"] {
-        std::fs::copy(docs.join(file), dir.path().join(file)).unwrap();
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(["validate", "--reuse-real", "--kernels", "/nonexistent-kernels", "--out"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let (dir, out) = validate_committed(&[], &["validation.md", "validation-runs.json"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked") && !err.contains("booting"), "{err}");
-    assert!(!err.contains(" run 1/"), "validate booted a kernel instead of reading the digest:\n{err}");
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
     let page = std::fs::read_to_string(dir.path().join("validation.md")).unwrap();
     let committed = std::fs::read_to_string(docs.join("validation.md")).unwrap();
     if page != committed {
@@ -985,8 +975,11 @@ fn the_committed_validation_page_is_what_its_committed_runs_give() {
     assert!(digest == std::fs::read_to_string(docs.join("validation-runs.json")).unwrap());
 }
 
-/// What `validate` fails on, one item a line.
-fn validate_failures(args: &[&str], docs_files: &[&str]) -> std::collections::BTreeSet<String> {
+/// `validate --reuse-real ARGS` in a temporary directory holding copies of
+/// `docs_files` of docs/, with no kernel (--kernels names no directory):
+/// the directory and what validate did, which must not have panicked or
+/// booted anything.
+fn validate_committed(args: &[&str], docs_files: &[&str]) -> (tempfile::TempDir, Output) {
     let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
     let dir = tempfile::tempdir().unwrap();
     for file in docs_files {
@@ -1000,7 +993,15 @@ fn validate_failures(args: &[&str], docs_files: &[&str]) -> std::collections::BT
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("panicked") && !err.contains(" run 1/"), "{err}");
+    assert!(!err.contains("panicked") && !err.contains("booting"), "{err}");
+    assert!(!err.contains(" run 1/"), "validate booted a kernel instead of reading the digest:\n{err}");
+    (dir, out)
+}
+
+/// What `validate` fails on, one item a line.
+fn validate_failures(args: &[&str]) -> std::collections::BTreeSet<String> {
+    let (_dir, out) = validate_committed(args, &["validation-runs.json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
     let fails: std::collections::BTreeSet<String> =
         err.lines().filter_map(|l| l.strip_prefix("schedlab: validate: fails: ")).map(str::to_string).collect();
     assert_eq!(out.status.success(), fails.is_empty(), "{err}");
@@ -1027,10 +1028,9 @@ fn validate_quick_fails_on_a_planted_change_of_each_models_knob() {
         ("tt", "tt:sched_tt_cpu_bound_prio=0"),
         ("bpfland", "bpfland:slice_us=5000"),
     ];
-    let files = ["validation-runs.json"];
     for (sched, plant) in PLANTS {
-        let baseline = validate_failures(&["--quick", "--sched", sched], &files);
-        let planted = validate_failures(&["--quick", "--sched", sched, "--set", plant], &files);
+        let baseline = validate_failures(&["--quick", "--sched", sched]);
+        let planted = validate_failures(&["--quick", "--sched", sched, "--set", plant]);
         let new: Vec<&String> = planted.difference(&baseline).collect();
         assert!(!new.is_empty(), "--set {plant} passed where the model without it passes:\n{planted:#?}");
     }

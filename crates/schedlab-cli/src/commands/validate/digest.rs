@@ -92,7 +92,8 @@ impl RunDigest {
     }
 
     /// Whether it is a run of this length (one that finished early reports
-    /// its makespan as its length), as [`kept_run`] asks of a report.
+    /// its makespan as its length): what a kept run, report or digest, must
+    /// be to stand for a run of `duration`.
     pub(super) fn is_of_length(&self, duration: u64) -> bool {
         self.duration_ns.abs_diff(duration) < duration / 10 || (self.ended_early && self.duration_ns <= duration)
     }

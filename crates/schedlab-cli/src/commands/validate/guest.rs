@@ -157,18 +157,16 @@ pub(super) fn append_line(path: &Path, line: &str) -> Result<()> {
     writeln!(f, "{line}").with_context(|| format!("cannot write {}", path.display()))
 }
 
-/// The real run kept at `path` by an earlier validate, if there is one of
-/// this length (one that finished early reports its makespan as length).
-pub(super) fn kept_run(path: &Path, duration: u64) -> Result<Option<Report>> {
+/// The real run kept at `path` by an earlier validate, as the judge reads
+/// it, if there is one of this length ([`RunDigest::is_of_length`]).
+pub(super) fn kept_run(path: &Path, exp: &Experiment, duration: u64) -> Result<Option<RunDigest>> {
     if !path.is_file() {
         return Ok(None);
     }
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let r: Report =
         serde_json::from_str(&text).with_context(|| format!("{} is not a report: remove it", path.display()))?;
-    let same = r.duration_ns.abs_diff(duration) < duration / 10
-        || (r.totals.makespan_ns.is_some() && r.duration_ns <= duration);
-    Ok(same.then_some(r))
+    Ok(Some(RunDigest::of(exp, &r)).filter(|d| d.is_of_length(duration)))
 }
 
 /// The note a kept real run carries: the host CPUs idle before it.

@@ -204,16 +204,20 @@ impl Matrix {
         for (k, name) in self.names.iter().enumerate() {
             let disc = self.discriminating(k);
             let (a, n) = self.count(k, k, &disc);
-            let (closest, duel) = match self.closest(k) {
-                Some((m, d)) => (self.names[m], format!("{}/{} against {}/{}", d.own, d.figures, d.other, d.figures)),
-                None => ("-", "-".into()),
-            };
             // The lead the own model should have: a quarter of the figures
             // that tell the two kernels apart.
-            let margin = self.closest(k).map_or("-".into(), |(_, d)| {
-                let lead = d.own as i64 - d.other as i64;
-                if (lead * 4) < d.figures as i64 { format!("{lead:+} (under a quarter)") } else { format!("{lead:+}") }
-            });
+            let (closest, duel, margin) = match self.closest(k) {
+                Some((m, d)) => {
+                    let lead = d.own as i64 - d.other as i64;
+                    let short = if lead * 4 < d.figures as i64 { " (under a quarter)" } else { "" };
+                    (
+                        self.names[m],
+                        format!("{}/{} against {}/{}", d.own, d.figures, d.other, d.figures),
+                        format!("{lead:+}{short}"),
+                    )
+                }
+                None => ("-", "-".into(), "-".into()),
+            };
             let listed: Vec<String> =
                 self.figures[k].iter().zip(&disc).filter(|&(_, &d)| d).map(|(f, _)| f.clone()).collect();
             let _ = writeln!(

@@ -431,12 +431,11 @@ impl<'a> Kernel<'a> {
             let name = format!("{}-{run}", exp.id);
             let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
             // A kept report, or else the digest of one.
-            let reused = if !opts.reuse {
-                None
-            } else if let Some(r) = kept_run(&kept, duration)? {
-                Some(RunDigest::of(exp, &r))
+            let reused = if opts.reuse {
+                kept_run(&kept, exp, duration)?
+                    .or_else(|| self.kept.and_then(|k| k.runs.get(&name)).filter(|d| d.is_of_length(duration)).cloned())
             } else {
-                self.kept.and_then(|k| k.runs.get(&name)).filter(|d| d.is_of_length(duration)).cloned()
+                None
             };
             let real = match reused {
                 Some(d) => d,

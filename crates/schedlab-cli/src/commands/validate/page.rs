@@ -237,7 +237,8 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             notes[n].1.push(format!("{} {}", row.exp.id, f.label));
             n + 1
         };
-        let quiet_open = match (o, open::find(c.policy.name, row.exp.id, &f.key)) {
+        let open = open::find(c.policy.name, row.exp.id, &f.key);
+        let quiet_open = match (o, open) {
             (Outcome::Unexplained, _) | (_, None) => String::new(),
             (_, Some((text, _))) => format!(", open [{}] but not flagged in these runs", open_note(text)),
         };
@@ -248,7 +249,7 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             Outcome::Explained => format!("⚑ explained by the guest's costs, uptime and start{quiet_open}"),
             Outcome::Unexplained => {
                 let name = format!("{} {} {}", c.policy.name, row.exp.id, f.label);
-                match open::find(c.policy.name, row.exp.id, &f.key) {
+                match open {
                     Some((text, open)) => {
                         let n = open_note(text);
                         // An open difference fails validate only when
