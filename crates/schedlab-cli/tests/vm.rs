@@ -498,6 +498,22 @@ fn tool(name: &str) -> Option<PathBuf> {
 }
 
 /// cyclictest's own summary line of thread 0: (cycles, avg us, max us).
+/// How many times a trace's sched_waking names thread `tid`, and how many
+/// of those found it on a CPU (switched in and not yet out).
+fn wakings_of(trace: &str, tid: &str) -> (u64, u64) {
+    let (prev, next, woken) = (format!("prev_pid={tid} "), format!("next_pid={tid} "), format!(" pid={tid} "));
+    let (mut on_cpu, mut wakings, mut while_running) = (false, 0, 0);
+    for line in trace.lines() {
+        if line.contains("sched_switch:") {
+            on_cpu = (on_cpu && !line.contains(&prev)) || line.contains(&next);
+        } else if line.contains("sched_waking:") && line.contains(&woken) {
+            wakings += 1;
+            while_running += u64::from(on_cpu);
+        }
+    }
+    (wakings, while_running)
+}
+
 fn cyclictest_summary(stdout: &str) -> Option<(u64, f64, f64)> {
     let line = stdout.lines().find(|l| l.trim_start().starts_with("T: 0"))?;
     let after = |key: &str| -> Option<f64> { line.split(key).nth(1)?.split_whitespace().next()?.parse().ok() };
@@ -512,8 +528,13 @@ fn cyclictest_summary(stdout: &str) -> Option<(u64, f64, f64)> {
 /// switch onto the CPU. So the trace's is the smaller, by the return to
 /// user space (about 25 us under TCG): cyclictest's average must lie from
 /// the trace's (less 1 us: it prints whole us) to 1.25x it plus 50 us, its
-/// maximum within 10% plus 100 us of the trace's, and every cycle is one
-/// wakeup of its thread (to 1%).
+/// maximum within 10% plus 100 us of the trace's. Every cycle is one
+/// sched_waking of its thread in the kept trace; the report counts those
+/// that found it asleep: a cycle whose time had passed before the thread
+/// got off its CPU (after a cycle late by nearly the interval, or a vCPU
+/// the host stopped, which a CI machine does) wakes it while it runs, and
+/// that is not a wakeup that waited (10 of 2,000 in one run here, 25 in
+/// one in CI).
 #[test]
 fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -521,6 +542,8 @@ fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
     if tool("cyclictest").is_none() || tool("stress-ng").is_none() || !host_is_quiet() {
         return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let trace_out = dir.path().join("guest.trace");
     let args = [
         "vm",
         "--cpus",
@@ -528,6 +551,8 @@ fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
         "--accel",
         "tcg",
         "--json",
+        "--trace-out",
+        trace_out.to_str().unwrap(),
         "--",
         "cyclictest",
         "-t1",
@@ -563,12 +588,18 @@ fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
     let wakeups = measuring["wakeups"].as_u64().unwrap();
     let trace_avg = measuring["wakeup_latency_avg_ns"].as_f64().unwrap() / 1e3;
     let trace_max = measuring["wakeup_latency_max_ns"].as_f64().unwrap() / 1e3;
-    let agrees = wakeups.abs_diff(cycles) * 100 <= cycles
+    let tid = measuring["name"].as_str().unwrap().rsplit('-').next().unwrap();
+    let trace = std::fs::read_to_string(&trace_out).unwrap();
+    let (wakings, while_running) = wakings_of(&trace, tid);
+    // One more or less in each: the whole trace may hold a waking of the
+    // thread's first sleep before the report's window or miss its last.
+    let agrees = wakings.abs_diff(cycles) <= 1
+        && wakeups.abs_diff(wakings - while_running) <= 1
         && (trace_avg - 1.0..=trace_avg * 1.25 + 50.0).contains(&avg_us)
         && (max_us - trace_max).abs() <= 0.1 * max_us + 100.0;
     let figures = format!(
-        "cyclictest: {cycles} cycles, avg {avg_us} us, max {max_us} us; trace: {wakeups} wakeups, avg {trace_avg:.1} \
-         us, max {trace_max:.1} us"
+        "cyclictest: {cycles} cycles, avg {avg_us} us, max {max_us} us; trace: {wakings} wakings of its thread, \
+         {while_running} while it ran; report: {wakeups} wakeups, avg {trace_avg:.1} us, max {trace_max:.1} us"
     );
     if let Some(why) = host_disturbed(&r, others).filter(|_| !agrees) {
         skip(&format!("{why} ({figures})"));
