@@ -9,6 +9,7 @@ pub mod fair;
 pub mod muqss;
 pub mod pelt;
 pub mod projc;
+pub mod scx;
 pub mod smp;
 pub mod weights;
 
@@ -178,7 +179,7 @@ pub const POLICIES: &[PolicyInfo] = &[
         scx: Some("bpfland"),
         audit: None,
         linear_pick: None,
-        build: Some(|w| Ok(Box::new(bpfland::Bpfland::new(w)?))),
+        build: Some(|w| Ok(Box::new(bpfland::Bpfland::policy(w)?))),
     },
 ];
 

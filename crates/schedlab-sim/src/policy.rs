@@ -144,6 +144,20 @@ impl Sys {
         }
     }
 
+    /// The engine's state for a workload's machine, outside any run and
+    /// with no tasks: for calling a policy's hooks directly in its unit
+    /// tests. Push the tasks a test needs onto `tasks` (in the state they
+    /// are in) and count the runnable ones with [`Sys::add_runnable`].
+    pub fn detached(w: &crate::Workload) -> Sys {
+        Sys::new(w.machine.topology.clone(), w.machine.tick_ns(), w.groups.clone())
+    }
+
+    /// Counts a runnable task pushed onto `tasks` of a [`Sys::detached`]
+    /// on its CPU's runqueue, as the engine does when it wakes one.
+    pub fn add_runnable(&mut self, cpu: CpuId) {
+        self.inc_running(cpu);
+    }
+
     /// nr_running += 1, keeping the idle counts.
     pub(crate) fn inc_running(&mut self, cpu: CpuId) {
         let c = &mut self.cpus[cpu as usize];
