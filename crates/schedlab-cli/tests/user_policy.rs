@@ -1,30 +1,32 @@
-//! A policy written outside the workspace (examples/policy-rr, a crate of
-//! its own that depends on schedlab's) gets the whole command line: built
-//! here as a user would build it, run by `compare` beside eevdf and bmq,
-//! and held to its characteristic decision: equal slices of the stated
-//! length, counted in ticks as SCHED_RR counts them.
+//! Policies written outside the workspace (examples/own-policies, a crate
+//! of its own that depends on schedlab's) get the whole command line:
+//! built here as a user would build them, run by `compare` beside eevdf
+//! and bmq, and held to their characteristic decisions: round robin's
+//! equal slices of the stated length, counted in ticks as SCHED_RR counts
+//! them; scx_simple on the sched_ext core, SCX_SLICE_DFL runs ended at
+//! the tick.
 
 use std::path::Path;
 use std::process::Command;
 
 #[test]
-fn a_round_robin_crate_runs_beside_the_built_in_policies() {
+fn policies_of_ones_own_run_beside_the_built_in_ones() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let target = root.join("target/policy-rr");
+    let target = root.join("target/own-policies");
     let built = Command::new(env!("CARGO"))
         // --locked: the test never rewrites the example's tracked lock file.
         .args(["build", "--quiet", "--locked", "--manifest-path"])
-        .arg(root.join("examples/policy-rr/Cargo.toml"))
+        .arg(root.join("examples/own-policies/Cargo.toml"))
         .env("CARGO_TARGET_DIR", &target)
         .output()
         .unwrap();
     assert!(
         built.status.success(),
         "the example did not build (after a dependency change, update its lock file: cargo update --workspace \
-         --manifest-path examples/policy-rr/Cargo.toml):\n{}",
+         --manifest-path examples/own-policies/Cargo.toml):\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let exe = target.join("debug/schedlab-policy-rr");
+    let exe = target.join("debug/schedlab-own-policies");
     let compare = |sched: &str, extra: &[&str]| -> Vec<serde_json::Value> {
         let out = Command::new(&exe)
             .args(["compare", "thread-test", "--sched", sched, "--duration", "2s", "--json"])
@@ -49,6 +51,13 @@ fn a_round_robin_crate_runs_beside_the_built_in_policies() {
     // The tunable is the user's: 12 ms is three ticks.
     let longer = compare("rr", &["--set", "rr_slice_ns=12000000"]);
     assert!((p50(&longer[0]) - 12e6).abs() < 0.01 * 12e6, "rr at 12 ms runs {} ns", p50(&longer[0]));
+    // scx_simple, written in sched_ext's shape: the 8 spinners of CPU 0
+    // never wake, so each run is one 20 ms SCX_SLICE_DFL, ended by the
+    // sixth 4 ms tick after it began just past one (24 ms).
+    let simple = compare("simple,simple-fifo", &[]);
+    for r in &simple {
+        assert!((p50(r) - 24e6).abs() < 0.01 * 24e6, "{} runs {} ns at the median", r["scheduler"], p50(r));
+    }
     // It is listed with its tunable, and a bad value of it gets its range.
     let list = Command::new(&exe).arg("list").output().unwrap();
     let list = String::from_utf8_lossy(&list.stdout);

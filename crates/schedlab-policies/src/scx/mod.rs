@@ -33,6 +33,7 @@
 //!   flags, BPF timers (use [`Scx::arm_timer`] and [`ScxOps::timer`]).
 
 mod core;
+pub mod simple;
 
 pub use self::core::ScxCore;
 

@@ -1,14 +1,13 @@
 //! Round robin as a schedlab policy: one FIFO queue per CPU, a slice of
 //! `rr_slice_ns` (4 ms) counted in ticks as SCHED_RR counts its time_slice,
 //! no preemption at wakeup, and a CPU about to idle takes a waiting task
-//! from the longest queue. `cargo run -- compare
-//! thread-test --sched rr,eevdf,bmq` runs it beside the built-in ones.
+//! from the longest queue.
 
-use schedlab_policies::{TunableSpec, UserPolicy, apply_tunables, list_tunables, value_of};
+use schedlab_policies::{TunableSpec, apply_tunables, list_tunables, value_of};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, Workload};
 use std::collections::VecDeque;
 
-struct RoundRobin {
+pub struct RoundRobin {
     tunables: [TunableSpec; 1],
     queues: Vec<VecDeque<TaskId>>,
     /// The running task of each CPU, kept out of its queue while it runs.
@@ -18,7 +17,7 @@ struct RoundRobin {
 }
 
 impl RoundRobin {
-    fn new(w: &Workload) -> Result<RoundRobin, String> {
+    pub fn new(w: &Workload) -> Result<RoundRobin, String> {
         let slice = TunableSpec { name: "rr_slice_ns", value: 4_000_000, min: 100_000, max: 1 << 30, help: "slice" };
         let mut tunables = [slice];
         apply_tunables("rr", &mut tunables, &w.tunables)?;
@@ -85,10 +84,4 @@ impl Policy for RoundRobin {
             self.queues[cpu as usize].push_back(t);
         }
     }
-}
-
-fn main() {
-    schedlab_cli::main_with(vec![UserPolicy::new("rr", "round robin: per-CPU FIFO queues, 4 ms slices", |w| {
-        Ok(Box::new(RoundRobin::new(w)?))
-    })]);
 }
