@@ -22,7 +22,9 @@ use every core by themselves.
 
 A policy of your own is a subclass of ``schedlab.Policy`` passed where a
 name goes (``sched=MyPolicy`` or ``sched=["eevdf", MyPolicy]``); see its
-docstring and docs/writing-a-policy.md.
+docstring and docs/writing-a-policy.md. A sched_ext scheduler's logic is a
+subclass of ``schedlab.ScxPolicy`` (select_cpu, enqueue, dispatch, ...,
+with DSQs), passed the same way.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _native
 
-__all__ = ["Policy", "Report", "Reports", "run", "compare", "sweep", "vm", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
+__all__ = ["Policy", "ScxPolicy", "Report", "Reports", "run", "compare", "sweep", "vm", "schedulers", "SUMMARY_COLUMNS", "TASK_COLUMNS"]
 __version__ = _native.__version__
 
 SUMMARY_COLUMNS: list = list(_native.summary_columns())
@@ -91,6 +93,64 @@ class Policy:
         super().__init_subclass__(**kwargs)
         if not cls.__dict__.get("name"):
             cls.name = cls.__name__.lower()
+
+
+class ScxPolicy(Policy):
+    """A sched_ext scheduler written in Python, in the shape of a BPF
+    scheduler's ``struct sched_ext_ops``, run on schedlab's sched_ext core
+    (Linux 6.12's ext.c: local, global and one's own DSQs, direct
+    dispatch, the dispatch loop, slices charged and ended at the tick, no
+    wakeup preemption). Pass the class where a name goes, as a Policy.
+
+    Callbacks, all optional (left out, the kernel's default applies); each
+    gets ``scx`` first, then what the kernel passes:
+
+    - ``init(scx)``: create DSQs (``scx.create_dsq(id)``);
+    - ``enable(scx, p)``: a task joins;
+    - ``select_cpu(scx, p, prev_cpu, wake_flags) -> cpu`` (default: an
+      idle CPU by ``scx.select_cpu_dfl``, the task inserted into its local
+      DSQ); inserting ``p`` here is a direct dispatch;
+    - ``enqueue(scx, p, enq_flags)`` (default: the global DSQ); insert it
+      into a DSQ, or keep it and insert it later from dispatch;
+    - ``dequeue(scx, p, deq_flags)``: a task kept in custody leaves;
+    - ``dispatch(scx, cpu, prev)``: the CPU's local DSQ is empty:
+      ``scx.dsq_move_to_local(dsq)`` or insert kept tasks;
+    - ``runnable(scx, p, enq_flags)``, ``running(scx, p)``,
+      ``stopping(scx, p, runnable)``, ``quiescent(scx, p, deq_flags)``,
+      ``tick(scx, p)``, ``timer(scx, token)``.
+
+    ``scx`` has the kfuncs: ``dsq_insert(p, dsq, slice, enq_flags=0)``,
+    ``dsq_insert_vtime(p, dsq, slice, vtime, enq_flags=0)``,
+    ``dsq_move_to_local(dsq)``, ``dsq_nr_queued(dsq)``, ``dsq_first(dsq)``,
+    ``dsq_tasks(dsq)``, ``kick_cpu(cpu, flags=0)``, ``select_cpu_dfl(p,
+    prev, wake_flags)``, ``pick_idle_cpu(p, whole_core=False)``,
+    ``cpu_idle(cpu)``, ``arm_timer(at_ns, token)``; the task fields
+    ``slice(p)``/``set_slice``, ``dsq_vtime(p)``/``set_dsq_vtime``,
+    ``weight(p)`` (nice 0 = 100), ``nice(p)``, ``task_cpu(p)``,
+    ``nr_cpus_allowed(p)``, ``allowed(p, cpu)``, ``state(p)``,
+    ``runtime(p)``; and ``now``, ``nr_cpus``, ``this_cpu``. DSQ ids are the
+    kernel's: one's own below 2**63, ``SCX_DSQ_GLOBAL``, ``SCX_DSQ_LOCAL``,
+    ``SCX_DSQ_LOCAL_ON | cpu``; flags ``SCX_ENQ_*``, ``SCX_KICK_*``,
+    ``SCX_WAKE_*``; ``SCX_SLICE_DFL`` (20 ms). examples/python/scx_simple.py
+    is the kernel's scx_simple in 40 lines.
+    """
+
+    _sched_ext = True
+
+
+SCX_SLICE_DFL: int = _native.SCX_SLICE_DFL
+SCX_DSQ_GLOBAL: int = _native.SCX_DSQ_GLOBAL
+SCX_DSQ_LOCAL: int = _native.SCX_DSQ_LOCAL
+SCX_DSQ_LOCAL_ON: int = _native.SCX_DSQ_LOCAL_ON
+SCX_ENQ_WAKEUP: int = _native.SCX_ENQ_WAKEUP
+SCX_ENQ_HEAD: int = _native.SCX_ENQ_HEAD
+SCX_ENQ_PREEMPT: int = _native.SCX_ENQ_PREEMPT
+SCX_DEQ_SLEEP: int = _native.SCX_DEQ_SLEEP
+SCX_KICK_IDLE: int = _native.SCX_KICK_IDLE
+SCX_KICK_PREEMPT: int = _native.SCX_KICK_PREEMPT
+SCX_WAKE_FORK: int = _native.SCX_WAKE_FORK
+SCX_WAKE_TTWU: int = _native.SCX_WAKE_TTWU
+SCX_WAKE_SYNC: int = _native.SCX_WAKE_SYNC
 
 
 def schedulers() -> list:

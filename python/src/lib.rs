@@ -7,6 +7,7 @@
 //! runs on every core.
 
 mod policy;
+mod scx;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -136,10 +137,19 @@ fn run_policy(
         ));
     }
     let w = workload(spec, inline, &ov).map_err(PyValueError::new_err)?;
-    let policy = policy::PyPolicy::new(py, &class, &w)?;
+    // A schedlab.ScxPolicy runs on the sched_ext core, a schedlab.Policy
+    // on the engine's hooks.
+    let (policy, interrupt): (Box<dyn Policy + Send>, _) = if class.hasattr("_sched_ext")? {
+        let core = scx::PyScxOps::policy(py, &class, &w)?;
+        let interrupt = core.ops().interrupt.clone();
+        (Box::new(core), interrupt)
+    } else {
+        let policy = policy::PyPolicy::new(py, &class, &w)?;
+        let interrupt = policy.interrupt.clone();
+        (Box::new(policy), interrupt)
+    };
     let name = policy.name();
-    let interrupt = policy.interrupt.clone();
-    let run = py.detach(|| Engine::new(&w, Box::new(policy), EngineOptions::default()).run());
+    let run = py.detach(|| Engine::new(&w, policy, EngineOptions::default()).run());
     // Ctrl-C (or sys.exit) in a hook ends the call as itself.
     if let Some(e) = interrupt.lock().ok().and_then(|mut slot| slot.take()) {
         return Err(e);
@@ -255,6 +265,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_batch, m)?)?;
     m.add_function(wrap_pyfunction!(run_policy, m)?)?;
     m.add_class::<policy::PySys>()?;
+    m.add_class::<scx::PyScx>()?;
+    scx::add_constants(m)?;
     m.add_function(wrap_pyfunction!(grid, m)?)?;
     m.add_function(wrap_pyfunction!(schedulers, m)?)?;
     m.add_function(wrap_pyfunction!(records, m)?)?;

@@ -161,7 +161,7 @@ pub struct PyPolicy {
 
 /// Names of Python policies, each kept once for the process (a report
 /// holds its scheduler's name as `&'static str`).
-fn intern_name(name: &str) -> &'static str {
+pub(crate) fn intern_name(name: &str) -> &'static str {
     static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(n) = names.iter().find(|n| **n == name) {
