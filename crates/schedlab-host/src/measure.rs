@@ -147,6 +147,20 @@ pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 /// start-up work, which a simulation of the workload does not have.
 pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
 
+/// The extra figure of a host report that says how much of that CPU time a
+/// task thread had used when it arrived at the start gate (its creation
+/// and attributes), at the median (us); the rest it used after the gate
+/// opened.
+pub const CPU_AT_GATE_P50: &str = "thread_cpu_at_gate_p50_us";
+
+/// The extra figures of a host report that say how much CPU time the
+/// runner's controller had used when it began creating the task threads
+/// (ms), and its priority as /proc gave it then (task_prio(): 20 + nice on
+/// mainline, 32 + nice + boost_prio on Project C's BMQ). Threads inherit
+/// what the scheduler made of the first from their creator.
+pub const CONTROLLER_CPU_BEFORE_SPAWN: &str = "controller_cpu_before_spawn_ms";
+pub const CONTROLLER_STAT_PRIORITY: &str = "controller_stat_priority";
+
 /// The extra figures of a host report that say how late the kernel's
 /// hrtimers fired during the run (median and 90th percentile, us; see
 /// `tracing::TimerLateness`): present where the run was traced and the
@@ -396,6 +410,12 @@ pub(crate) fn build_report(
                 CPU_BEFORE_START_P50,
                 crate::calibrate::median(results.iter().map(|r| r.cpu_before_start).collect()) as f64 / 1e3,
             )))
+            .chain(std::iter::once((
+                CPU_AT_GATE_P50,
+                crate::calibrate::median(results.iter().map(|r| r.cpu_at_gate).collect()) as f64 / 1e3,
+            )))
+            .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
+            .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
             .chain(
                 timers
                     .into_iter()

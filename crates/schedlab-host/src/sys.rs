@@ -26,6 +26,18 @@ pub fn thread_cpu_time() -> Nanos {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
+/// The calling thread's priority as /proc gives it (field 18 of
+/// /proc/thread-self/stat, the kernel's task_prio()); None where it cannot
+/// be read.
+pub fn stat_priority() -> Option<i64> {
+    let stat = std::fs::read("/proc/thread-self/stat").ok()?;
+    let stat = String::from_utf8_lossy(&stat);
+    // The comm, field 2, is in parentheses and may hold spaces: count from
+    // the last ')', which is followed by field 3.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(15)?.parse().ok()
+}
+
 /// Sleeps until an absolute CLOCK_MONOTONIC time; false when a signal cut
 /// it short.
 pub fn sleep_until(at: Nanos) -> bool {

@@ -54,6 +54,9 @@ pub(crate) struct ThreadResult {
     /// attributes, its starting counts): under MuQSS and Project C a forked
     /// thread spends it from the half slice it inherited.
     pub(crate) cpu_before_start: Nanos,
+    /// Of that, what it had used when it arrived at the start gate (its
+    /// creation and attributes; the rest is its stack and counts after).
+    pub(crate) cpu_at_gate: Nanos,
 }
 
 pub(crate) struct Shared {
@@ -83,6 +86,12 @@ pub(crate) struct Shared {
     /// abort the process.
     pub(crate) thread_budget: AtomicU64,
     pub(crate) thread_limit: String,
+    /// The controller's CPU time when it began creating the task threads,
+    /// and the priority /proc gave it then (task_prio(): Project C's BMQ
+    /// adds the boost_prio its threads inherit). What it ran before a
+    /// simulation's start deboosts BMQ's forker as it did the real one.
+    pub(crate) controller_cpu_before_spawn: Nanos,
+    pub(crate) controller_stat_priority: Option<i64>,
 }
 
 /// Spin iterations per nanosecond, roughly: it only sizes the pieces a
@@ -215,6 +224,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         let task_name = sh.w.tasks[spec as usize].name.clone();
         sh.errors.lock().expect("lock").push(HostError::Attribute { task: task_name, message });
     }
+    let cpu_at_gate = sys::thread_cpu_time();
     if at_barrier {
         sh.arrived.fetch_add(1, Ordering::SeqCst);
         sh.go.wait();
@@ -252,7 +262,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         // The run ended before this thread first got a CPU: it existed all
         // along with nothing to show, as a starved task does.
         let created = start.saturating_sub(t0);
-        let r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
+        let r = ThreadResult { task, spec, tid, created, cpu_before_start, cpu_at_gate, ..ThreadResult::default() };
         sh.results.lock().expect("lock").push(r);
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
@@ -273,7 +283,7 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
     let created = start.saturating_sub(t0);
-    let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, ..ThreadResult::default() };
+    let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, cpu_at_gate, ..ThreadResult::default() };
     let finished = run_program(&sh, spec, &mut rng, &mut r);
     let end = sh.end.load(Ordering::SeqCst);
     if finished {
@@ -456,6 +466,9 @@ pub(crate) fn start_threads(
             capacity.saturating_sub(headroom)
         )));
     }
+    let spins_per_ns = calibrate_spin();
+    let controller_cpu_before_spawn = sys::thread_cpu_time();
+    let controller_stat_priority = sys::stat_priority();
     let sh = Arc::new(Shared {
         w: w.clone(),
         cpu_map,
@@ -474,9 +487,11 @@ pub(crate) fn start_threads(
         errors: Mutex::new(Vec::new()),
         handles: Mutex::new(Vec::new()),
         cgroups,
-        spins_per_ns: calibrate_spin(),
+        spins_per_ns,
         thread_budget: std::sync::atomic::AtomicU64::new(capacity - headroom),
         thread_limit: limit,
+        controller_cpu_before_spawn,
+        controller_stat_priority,
     });
     let mut spawned = 0;
     for &spec in &initial {

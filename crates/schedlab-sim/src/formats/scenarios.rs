@@ -14,6 +14,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("encoder", include_str!("../../../../scenarios/encoder.toml")),
     ("nice-hog", include_str!("../../../../scenarios/nice-hog.toml")),
     ("nice-ladder", include_str!("../../../../scenarios/nice-ladder.toml")),
+    ("nice-sleepers", include_str!("../../../../scenarios/nice-sleepers.toml")),
     ("sleeper-hog", include_str!("../../../../scenarios/sleeper-hog.toml")),
     ("yield-hog", include_str!("../../../../scenarios/yield-hog.toml")),
     ("wakeup-preemption", include_str!("../../../../scenarios/wakeup-preemption.toml")),

@@ -67,6 +67,17 @@ pub(super) struct RunDigest {
     /// The guest machine as the report describes it; None where the report
     /// has no host part.
     pub(super) machine: Option<String>,
+    /// The runner's controller when it began creating the task threads:
+    /// its CPU time (ms) and its /proc priority (runs kept from before
+    /// 2026-11-26 do not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) controller_cpu_ms: Option<f64>,
+    /// Of a thread's CPU time before the start, what it had used at the
+    /// start gate (us; the median of its threads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) cpu_at_gate_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) controller_stat_priority: Option<f64>,
 }
 
 impl RunDigest {
@@ -88,6 +99,9 @@ impl RunDigest {
             cpu_before_start_us: r.extra_figure(schedlab_host::CPU_BEFORE_START_P50),
             idle_cpus: note(IDLE_NOTE).and_then(|n| n.parse().ok()),
             machine: host.map(|h| h.machine.clone()),
+            controller_cpu_ms: r.extra_figure(schedlab_host::CONTROLLER_CPU_BEFORE_SPAWN),
+            cpu_at_gate_us: r.extra_figure(schedlab_host::CPU_AT_GATE_P50),
+            controller_stat_priority: r.extra_figure(schedlab_host::CONTROLLER_STAT_PRIORITY),
         }
     }
 

@@ -117,6 +117,18 @@ pub(super) const EXPERIMENTS: &[Experiment] = &[
         cpus: CPUS,
     },
     Experiment {
+        id: "nice-sleepers",
+        workload: "nice-sleepers",
+        params: &[],
+        what: "2 ms run / 6 ms sleep tasks at nice 0, 5 and 10 beside a hog on CPU 0",
+        // Where a sleep outweighs a nice level: BMQ's boost gives every
+        // sleeper its 25%, PDS's deadlines and the weights do not.
+        figures: Figures { shares: true, migrations: false, wakeups: true, makespan: false, decisions: false },
+        quick: false,
+        secs: 3,
+        cpus: CPUS,
+    },
+    Experiment {
         id: "wakeup-preemption",
         workload: "wakeup-preemption",
         params: &[],

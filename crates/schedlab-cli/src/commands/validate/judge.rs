@@ -238,10 +238,12 @@ pub(super) enum Verdict {
 /// The comparison's text (ratio or difference) and verdict of a simulated
 /// figure against the real one; `secs` is the length of a run, for the
 /// counting noise of a rate. A figure one side has and the other lacks
-/// (a task that never ran, a histogram left empty) is a flag.
+/// (a task that never ran, a histogram left empty) is a flag; one neither
+/// side has (a task that never ran on either) agrees.
 pub(super) fn judge(kind: Kind, sim: Option<&Figure>, real: Option<&Figure>, secs: f64) -> (String, Verdict) {
     let (s, r) = match (sim, real) {
         (Some(s), Some(r)) => (s, r),
+        (None, None) => return ("none on either side".into(), Verdict::Within),
         (None, _) => return ("not simulated".into(), Verdict::Outside),
         (_, None) => return ("not in the real runs".into(), Verdict::Outside),
     };

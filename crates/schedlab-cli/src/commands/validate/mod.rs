@@ -144,6 +144,8 @@ struct Row {
     /// besides the costs ([`Guest`]), to simulate other models as it.
     uptime: Option<u64>,
     before_start: Option<u64>,
+    at_gate: Option<u64>,
+    controller_cpu: Option<u64>,
 }
 
 /// The placement decisions of `w` simulated under `sched`.
@@ -309,7 +311,13 @@ fn cross_model(opts: &Options, runs: usize, checked: &[Checked]) -> Result<matri
         if model == c.policy.name {
             return Ok((row.sim.clone(), row.guest.clone()));
         }
-        let guest = Guest { costs: &c.guest_costs, uptime: row.uptime, before_start: row.before_start };
+        let guest = Guest {
+            costs: &c.guest_costs,
+            uptime: row.uptime,
+            before_start: row.before_start,
+            at_gate: row.at_gate,
+            controller_cpu: row.controller_cpu,
+        };
         let sims = simulated(opts, row.exp, model, runs, row.exp.secs * SEC, Some(&guest))?;
         Ok((defaults[&(model, row.exp.id)].clone(), medians(&sims)))
     })
@@ -427,6 +435,8 @@ impl<'a> Kernel<'a> {
         let mut reals = Vec::new();
         let mut uptimes = Vec::new();
         let mut before_start = Vec::new();
+        let mut controller_cpu = Vec::new();
+        let mut at_gate = Vec::new();
         for run in 1..=runs {
             let name = format!("{}-{run}", exp.id);
             let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
@@ -455,6 +465,8 @@ impl<'a> Kernel<'a> {
             };
             uptimes.extend(real.uptime_s);
             before_start.push(real.cpu_before_start_us);
+            controller_cpu.push(real.controller_cpu_ms);
+            at_gate.push(real.cpu_at_gate_us);
             reals.push(real.figures.clone());
             if !exp.figures.decisions
                 && let Some(machine) = &real.machine
@@ -480,7 +492,19 @@ impl<'a> Kernel<'a> {
             .collect::<Option<Vec<f64>>>()
             .filter(|us| !us.is_empty())
             .map(|us| (median(us) * 1e3) as u64);
-        let guest = Guest { costs: &self.c.guest_costs, uptime, before_start };
+        // What the controller ran before it created the threads, where
+        // every run measured it (runs kept from before 2026-11-26 did not).
+        let controller_cpu = controller_cpu
+            .into_iter()
+            .collect::<Option<Vec<f64>>>()
+            .filter(|ms| !ms.is_empty())
+            .map(|ms| (median(ms) * 1e6) as u64);
+        let at_gate = at_gate
+            .into_iter()
+            .collect::<Option<Vec<f64>>>()
+            .filter(|us| !us.is_empty())
+            .map(|us| (median(us) * 1e3) as u64);
+        let guest = Guest { costs: &self.c.guest_costs, uptime, before_start, at_gate, controller_cpu };
         let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
         Ok(Row {
             exp,
@@ -490,6 +514,8 @@ impl<'a> Kernel<'a> {
             secs: duration as f64 / 1e9,
             uptime,
             before_start,
+            at_gate,
+            controller_cpu,
         })
     }
 
@@ -552,6 +578,11 @@ struct Guest<'a> {
     /// A task thread's CPU time before t0 (the runs' median), to start the
     /// tasks as the runner does (start.rs).
     before_start: Option<u64>,
+    /// Of that, what a thread had used at the start gate (the runs' median).
+    at_gate: Option<u64>,
+    /// The runner's controller's CPU time before it created the threads
+    /// (the runs' median), which its threads inherit the effect of.
+    controller_cpu: Option<u64>,
 }
 
 /// `exp` simulated under `policy` with seeds 1..=runs, in parallel, with
@@ -579,7 +610,8 @@ fn simulated(
                 // included: the runner's start is not simulated for them.
                 return Ok(decision_figures(&simulate_decisions(&w, policy)?));
             }
-            let started = guest.and_then(|g| start::runner_start(&w, g.before_start?));
+            let started =
+                guest.and_then(|g| start::runner_start(&w, g.before_start?, g.at_gate, g.controller_cpu.unwrap_or(0)));
             Ok(figures(exp, &simulate(started.as_ref().unwrap_or(&w), policy)?))
         })
         .collect()
@@ -785,6 +817,8 @@ mod tests {
             secs: 3.0,
             uptime: None,
             before_start: None,
+            at_gate: None,
+            controller_cpu: None,
         }
     }
 
@@ -837,6 +871,8 @@ mod tests {
                 secs: 3.0,
                 uptime: None,
                 before_start: None,
+                at_gate: None,
+                controller_cpu: None,
             }],
             guest_costs: Vec::new(),
             guest_notes: String::new(),
