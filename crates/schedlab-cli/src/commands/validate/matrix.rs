@@ -137,9 +137,6 @@ impl Matrix {
         let mut d = Duel { figures: 0, own: 0, other: 0 };
         for (i, &differs) in self.differs[k][m].iter().enumerate() {
             if let (true, Some(own), Some(other)) = (differs, self.agree[k][k][i], self.agree[m][k][i]) {
-                if std::env::var("DUEL_DEBUG").is_ok_and(|v| v == format!("{}:{}", self.names[k], self.names[m])) {
-                    eprintln!("DUEL {} own={own} other={other}", self.figures[k][i]);
-                }
                 d.figures += 1;
                 d.own += own as usize;
                 d.other += other as usize;
