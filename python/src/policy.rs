@@ -14,24 +14,25 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{IntoPyObjectExt, intern};
 use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, WakeKind, Workload};
-use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The engine's state as a Python hook sees it.
-#[pyclass(unsendable, name = "Sys", module = "schedlab")]
+#[pyclass(name = "Sys", module = "schedlab")]
 pub struct PySys {
     /// Set for the duration of one hook, null otherwise.
-    sys: Cell<*mut Sys>,
+    sys: AtomicPtr<Sys>,
 }
 
 impl PySys {
     fn with<T>(&self, f: impl FnOnce(&mut Sys) -> PyResult<T>) -> PyResult<T> {
-        let p = self.sys.get();
+        let p = self.sys.load(Ordering::SeqCst);
         if p.is_null() {
             return Err(PyRuntimeError::new_err("sys is valid only inside the hook it was passed to"));
         }
         // SAFETY: the pointer is set from a live `&mut Sys` just before a
-        // hook is called and cleared when it returns; the object is
-        // unsendable and the GIL is held, so nothing else uses it meanwhile.
+        // hook is called and cleared when it returns. Meanwhile the engine
+        // waits for the hook, and every use, from any Python thread, holds
+        // the GIL for the method's length: one at a time.
         f(unsafe { &mut *p })
     }
 }
@@ -203,7 +204,7 @@ impl PyPolicy {
             newidle_balance: has("newidle_balance"),
             timer: has("timer"),
         };
-        let sys = Py::new(py, PySys { sys: Cell::new(std::ptr::null_mut()) })?;
+        let sys = Py::new(py, PySys { sys: AtomicPtr::new(std::ptr::null_mut()) })?;
         Ok(PyPolicy {
             obj: obj.unbind(),
             sys,
@@ -232,11 +233,11 @@ impl PyPolicy {
         }
         Python::attach(|py| {
             let handle = self.sys.bind(py);
-            handle.borrow().sys.set(sys as *mut Sys);
+            handle.borrow().sys.store(sys as *mut Sys, Ordering::SeqCst);
             let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
             items.extend(args.into_iter().map(|a| a.into_py(py)));
             let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
-            handle.borrow().sys.set(std::ptr::null_mut());
+            handle.borrow().sys.store(std::ptr::null_mut(), Ordering::SeqCst);
             let read = match result {
                 Ok(v) => read(&v),
                 Err(e) => {

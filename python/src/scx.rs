@@ -13,26 +13,26 @@ use pyo3::types::PyTuple;
 use pyo3::{IntoPyObjectExt, intern};
 use schedlab_policies::scx::{self, Dsq, Scx, ScxCore, ScxOps};
 use schedlab_sim::{CpuId, Nanos, TaskId, TaskState, Workload};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The kfuncs as a callback sees them.
-#[pyclass(unsendable, name = "Scx", module = "schedlab")]
+#[pyclass(name = "Scx", module = "schedlab")]
 pub struct PyScx {
     /// Set for the duration of one callback, null otherwise.
-    scx: Cell<*mut Scx<'static>>,
+    scx: AtomicPtr<Scx<'static>>,
 }
 
 impl PyScx {
     fn with<T>(&self, f: impl FnOnce(&mut Scx) -> PyResult<T>) -> PyResult<T> {
-        let p = self.scx.get();
+        let p = self.scx.load(Ordering::SeqCst);
         if p.is_null() {
             return Err(PyRuntimeError::new_err("scx is valid only inside the callback it was passed to"));
         }
         // SAFETY: set from a live `&mut Scx` just before a callback is
-        // called and cleared when it returns; the object is unsendable and
-        // the GIL is held, so nothing else uses it meanwhile.
+        // called and cleared when it returns. Meanwhile the engine waits for
+        // the callback, and every use, from any Python thread, holds the
+        // GIL for the method's length: one at a time.
         f(unsafe { &mut *p })
     }
 
@@ -236,7 +236,7 @@ impl PyScxOps {
         // Only what the subclass defines is called: ScxPolicy's own
         // attributes are not callbacks.
         let defined = CALLBACKS.map(|m| obj.hasattr(m).unwrap_or(false));
-        let scx = Py::new(py, PyScx { scx: Cell::new(std::ptr::null_mut()) })?;
+        let scx = Py::new(py, PyScx { scx: AtomicPtr::new(std::ptr::null_mut()) })?;
         let ops = PyScxOps {
             obj: obj.unbind(),
             scx,
@@ -266,7 +266,7 @@ impl PyScxOps {
         }
         Python::attach(|py| {
             let handle = self.scx.bind(py);
-            handle.borrow().scx.set((scx as *mut Scx).cast());
+            handle.borrow().scx.store((scx as *mut Scx).cast(), Ordering::SeqCst);
             let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
             items.extend(args.iter().map(|a| {
                 match a {
@@ -277,7 +277,7 @@ impl PyScxOps {
                 .expect("plain values convert")
             }));
             let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
-            handle.borrow().scx.set(std::ptr::null_mut());
+            handle.borrow().scx.store(std::ptr::null_mut(), Ordering::SeqCst);
             let read = match result {
                 Ok(v) => read(&v),
                 Err(e) => {

@@ -343,3 +343,44 @@ def test_a_sched_ext_scheduler_that_breaks_a_rule_gets_the_rule():
 
     with pytest.raises(ValueError, match="is no DSQ"):
         schedlab.run(SLEEPER_AND_HOGS, sched=BadId)
+
+
+def test_sys_and_scx_kept_past_their_call_raise_runtime_error_in_any_thread():
+    kept = {}
+
+    class Keeper(schedlab.Policy):
+        def __init__(self, cpus, tick_ns):
+            super().__init__(cpus, tick_ns)
+            self.queue = []
+
+        def enqueue(self, sys, cpu, task, how):
+            kept["sys"] = sys
+            self.queue.append(task)
+
+        def dequeue(self, sys, cpu, task, why):
+            self.queue.remove(task)
+
+        def pick(self, sys, cpu):
+            return self.queue[0] if self.queue else None
+
+    class ScxKeeper(schedlab.ScxPolicy):
+        def enable(self, scx, p):
+            kept["scx"] = scx
+
+    schedlab.run("thread-test", sched=Keeper, duration="100ms", params={"threads": 2})
+    schedlab.run("thread-test", sched=ScxKeeper, duration="100ms", params={"threads": 2})
+    errors = []
+
+    def use():
+        for name, read in (("sys", lambda: kept["sys"].now), ("scx", lambda: kept["scx"].now)):
+            try:
+                read()
+            except Exception as e:  # noqa: BLE001 - the kind is what is checked
+                errors.append((name, type(e).__name__, str(e)))
+
+    use()
+    t = threading.Thread(target=use)
+    t.start()
+    t.join()
+    assert [e[:2] for e in errors] == [("sys", "RuntimeError"), ("scx", "RuntimeError")] * 2, errors
+    assert all("valid only inside" in e[2] for e in errors), errors
