@@ -240,16 +240,7 @@ impl PyPolicy {
             handle.borrow().sys.store(std::ptr::null_mut(), Ordering::SeqCst);
             let read = match result {
                 Ok(v) => read(&v),
-                Err(e) => {
-                    let what =
-                        format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string()));
-                    let stop = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
-                        || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py);
-                    if stop && let Ok(mut slot) = self.interrupt.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    Err(what)
-                }
+                Err(e) => Err(raised(py, e, &self.interrupt)),
             };
             read.map_err(|what| {
                 self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -258,6 +249,19 @@ impl PyPolicy {
             .ok()
         })
     }
+}
+
+/// What a hook's exception says, "raised ValueError('...')"; a
+/// KeyboardInterrupt or SystemExit is kept in `interrupt`, to be raised as
+/// it is when the run ends.
+pub(crate) fn raised(py: Python<'_>, e: PyErr, interrupt: &std::sync::Mutex<Option<PyErr>>) -> String {
+    let what = format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string()));
+    let stop = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
+        || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py);
+    if stop && let Ok(mut slot) = interrupt.lock() {
+        slot.get_or_insert(e);
+    }
+    what
 }
 
 /// For hooks whose result means nothing.
@@ -280,7 +284,7 @@ fn truth(v: &Bound<'_, PyAny>) -> Result<bool, String> {
 }
 
 /// A hook argument.
-enum Arg {
+pub(crate) enum Arg {
     U(u64),
     Opt(Option<u32>),
     B(bool),
@@ -288,7 +292,7 @@ enum Arg {
 }
 
 impl Arg {
-    fn into_py(self, py: Python<'_>) -> Py<PyAny> {
+    pub(crate) fn into_py(self, py: Python<'_>) -> Py<PyAny> {
         let v = match self {
             Arg::U(n) => n.into_py_any(py),
             Arg::Opt(n) => n.into_py_any(py),

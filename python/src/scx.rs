@@ -6,11 +6,11 @@
 //! left out do what the kernel does without them. Each gets `scx`, the
 //! kfuncs and task fields as a Python object valid during that call.
 
-use crate::policy::intern_name;
+use crate::policy::{Arg, intern_name, raised};
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use pyo3::{IntoPyObjectExt, intern};
 use schedlab_policies::scx::{self, Dsq, Scx, ScxCore, ScxOps};
 use schedlab_sim::{CpuId, Nanos, TaskId, TaskState, Workload};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -217,13 +217,6 @@ pub struct PyScxOps {
     pub interrupt: Arc<Mutex<Option<PyErr>>>,
 }
 
-/// A callback argument.
-enum Arg {
-    U(u64),
-    Opt(Option<u32>),
-    B(bool),
-}
-
 impl PyScxOps {
     /// `class(cpus, tick_ns)` on the sched_ext core, for one run of `w`.
     pub fn policy(py: Python<'_>, class: &Bound<'_, PyAny>, w: &Workload) -> PyResult<ScxCore<PyScxOps>> {
@@ -258,7 +251,7 @@ impl PyScxOps {
         &self,
         scx: &mut Scx,
         method: &str,
-        args: &[Arg],
+        args: Vec<Arg>,
         read: impl FnOnce(&Bound<'_, PyAny>) -> Result<T, String>,
     ) -> Option<T> {
         if self.failed.load(Ordering::Relaxed) {
@@ -268,28 +261,12 @@ impl PyScxOps {
             let handle = self.scx.bind(py);
             handle.borrow().scx.store((scx as *mut Scx).cast(), Ordering::SeqCst);
             let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
-            items.extend(args.iter().map(|a| {
-                match a {
-                    Arg::U(n) => n.into_py_any(py),
-                    Arg::Opt(n) => n.into_py_any(py),
-                    Arg::B(b) => b.into_py_any(py),
-                }
-                .expect("plain values convert")
-            }));
+            items.extend(args.into_iter().map(|a| a.into_py(py)));
             let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
             handle.borrow().scx.store(std::ptr::null_mut(), Ordering::SeqCst);
             let read = match result {
                 Ok(v) => read(&v),
-                Err(e) => {
-                    let what =
-                        format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string()));
-                    let stop = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
-                        || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py);
-                    if stop && let Ok(mut slot) = self.interrupt.lock() {
-                        slot.get_or_insert(e);
-                    }
-                    Err(what)
-                }
+                Err(e) => Err(raised(py, e, &self.interrupt)),
             };
             read.map_err(|what| {
                 self.failed.store(true, Ordering::Relaxed);
@@ -299,7 +276,7 @@ impl PyScxOps {
         })
     }
 
-    fn notify(&self, scx: &mut Scx, method: &str, args: &[Arg]) {
+    fn notify(&self, scx: &mut Scx, method: &str, args: Vec<Arg>) {
         if self.defines(method) {
             self.call(scx, method, args, |_| Ok(()));
         }
@@ -312,11 +289,11 @@ impl ScxOps for PyScxOps {
     }
 
     fn init(&mut self, scx: &mut Scx) {
-        self.notify(scx, "init", &[]);
+        self.notify(scx, "init", vec![]);
     }
 
     fn enable(&mut self, scx: &mut Scx, p: TaskId) {
-        self.notify(scx, "enable", &[Arg::U(p as u64)]);
+        self.notify(scx, "enable", vec![Arg::U(p as u64)]);
     }
 
     fn select_cpu(&mut self, scx: &mut Scx, p: TaskId, prev_cpu: CpuId, wake_flags: u64) -> CpuId {
@@ -327,8 +304,8 @@ impl ScxOps for PyScxOps {
             }
             return cpu;
         }
-        let args = [Arg::U(p as u64), Arg::U(prev_cpu as u64), Arg::U(wake_flags)];
-        let cpu = self.call(scx, "select_cpu", &args, |v| {
+        let args = vec![Arg::U(p as u64), Arg::U(prev_cpu as u64), Arg::U(wake_flags)];
+        let cpu = self.call(scx, "select_cpu", args, |v| {
             v.extract::<u32>().map_err(|_| {
                 format!("returned {}: return a CPU (an int)", v.repr().map(|r| r.to_string()).unwrap_or_default())
             })
@@ -338,42 +315,42 @@ impl ScxOps for PyScxOps {
 
     fn enqueue(&mut self, scx: &mut Scx, p: TaskId, enq_flags: u64) {
         if self.defines("enqueue") {
-            self.call(scx, "enqueue", &[Arg::U(p as u64), Arg::U(enq_flags)], |_| Ok(()));
+            self.call(scx, "enqueue", vec![Arg::U(p as u64), Arg::U(enq_flags)], |_| Ok(()));
         } else {
             scx.dsq_insert(p, Dsq::Global, scx::SLICE_DFL, enq_flags);
         }
     }
 
     fn dequeue(&mut self, scx: &mut Scx, p: TaskId, deq_flags: u64) {
-        self.notify(scx, "dequeue", &[Arg::U(p as u64), Arg::U(deq_flags)]);
+        self.notify(scx, "dequeue", vec![Arg::U(p as u64), Arg::U(deq_flags)]);
     }
 
     fn dispatch(&mut self, scx: &mut Scx, cpu: CpuId, prev: Option<TaskId>) {
-        self.notify(scx, "dispatch", &[Arg::U(cpu as u64), Arg::Opt(prev)]);
+        self.notify(scx, "dispatch", vec![Arg::U(cpu as u64), Arg::Opt(prev)]);
     }
 
     fn tick(&mut self, scx: &mut Scx, p: TaskId) {
-        self.notify(scx, "tick", &[Arg::U(p as u64)]);
+        self.notify(scx, "tick", vec![Arg::U(p as u64)]);
     }
 
     fn runnable(&mut self, scx: &mut Scx, p: TaskId, enq_flags: u64) {
-        self.notify(scx, "runnable", &[Arg::U(p as u64), Arg::U(enq_flags)]);
+        self.notify(scx, "runnable", vec![Arg::U(p as u64), Arg::U(enq_flags)]);
     }
 
     fn running(&mut self, scx: &mut Scx, p: TaskId) {
-        self.notify(scx, "running", &[Arg::U(p as u64)]);
+        self.notify(scx, "running", vec![Arg::U(p as u64)]);
     }
 
     fn stopping(&mut self, scx: &mut Scx, p: TaskId, runnable: bool) {
-        self.notify(scx, "stopping", &[Arg::U(p as u64), Arg::B(runnable)]);
+        self.notify(scx, "stopping", vec![Arg::U(p as u64), Arg::B(runnable)]);
     }
 
     fn quiescent(&mut self, scx: &mut Scx, p: TaskId, deq_flags: u64) {
-        self.notify(scx, "quiescent", &[Arg::U(p as u64), Arg::U(deq_flags)]);
+        self.notify(scx, "quiescent", vec![Arg::U(p as u64), Arg::U(deq_flags)]);
     }
 
     fn timer(&mut self, scx: &mut Scx, token: u64) {
-        self.notify(scx, "timer", &[Arg::U(token)]);
+        self.notify(scx, "timer", vec![Arg::U(token)]);
     }
 }
 

@@ -318,7 +318,7 @@ def test_scx_simple_in_python_orders_its_dsq_by_vtime_or_fifo():
     spec = importlib.util.spec_from_file_location("scx_simple", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    vtime, fifo = schedlab.compare(SLEEPER_AND_HOGS, sched=[example.Simple, example.SimpleFifo])
+    vtime, fifo = schedlab.compare(example.SLEEPER_AND_HOGS, sched=[example.Simple, example.SimpleFifo])
     assert (vtime.scheduler, fifo.scheduler) == ("simple", "simple-fifo")
     # Neither preempts: the sleeper waits for the running hog's 24 ms run
     # to end; by vtime it then goes before the other hog, in FIFO order

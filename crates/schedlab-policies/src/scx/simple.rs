@@ -43,13 +43,9 @@ impl ScxOps for Simple {
         scx.set_dsq_vtime(p, self.vtime_now);
     }
 
-    fn select_cpu(&mut self, scx: &mut Scx, p: TaskId, prev_cpu: CpuId, wake_flags: u64) -> CpuId {
-        let (cpu, idle) = scx.select_cpu_dfl(p, prev_cpu, wake_flags);
-        if idle {
-            scx.dsq_insert(p, Dsq::Local, SLICE_DFL, 0);
-        }
-        cpu
-    }
+    // simple_select_cpu is the trait's default select_cpu: the core's
+    // choice, and an idle CPU found takes the task in its local DSQ with
+    // SCX_SLICE_DFL.
 
     fn enqueue(&mut self, scx: &mut Scx, p: TaskId, enq_flags: u64) {
         if self.fifo {
