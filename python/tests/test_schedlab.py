@@ -284,15 +284,20 @@ def test_a_sweep_keeps_one_summary_row_per_run_not_every_report():
     assert report and len(tasks) == 8
 
 
-SLEEPER_AND_HOGS = {
-    "name": "sleeper-and-hogs",
-    "duration": "4s",
-    "machine": {"cpus": 1},
-    "task": [
-        {"name": "hog", "count": 2, "program": [{"loop": "forever", "body": [{"run": "1s"}]}]},
-        {"name": "sleeper", "program": [{"loop": "forever", "body": [{"run": "1ms"}, {"sleep": "9ms"}]}]},
-    ],
-}
+def _scx_simple_example():
+    """examples/python/scx_simple.py as a module: its scheduler and workload."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(__file__), "../../examples/python/scx_simple.py")
+    spec = importlib.util.spec_from_file_location("scx_simple", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
+SCX_SIMPLE = _scx_simple_example()
+# A sleeper (1 ms every 10 ms) beside two hogs on one CPU.
+SLEEPER_AND_HOGS = SCX_SIMPLE.SLEEPER_AND_HOGS
 
 
 def _sleeper_wait_us(report):
@@ -312,13 +317,7 @@ def test_a_sched_ext_scheduler_without_callbacks_runs_the_kernels_defaults():
 
 
 def test_scx_simple_in_python_orders_its_dsq_by_vtime_or_fifo():
-    import importlib.util
-
-    path = os.path.join(os.path.dirname(__file__), "../../examples/python/scx_simple.py")
-    spec = importlib.util.spec_from_file_location("scx_simple", path)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    vtime, fifo = schedlab.compare(example.SLEEPER_AND_HOGS, sched=[example.Simple, example.SimpleFifo])
+    vtime, fifo = schedlab.compare(SLEEPER_AND_HOGS, sched=[SCX_SIMPLE.Simple, SCX_SIMPLE.SimpleFifo])
     assert (vtime.scheduler, fifo.scheduler) == ("simple", "simple-fifo")
     # Neither preempts: the sleeper waits for the running hog's 24 ms run
     # to end; by vtime it then goes before the other hog, in FIFO order

@@ -333,8 +333,7 @@ impl<O: ScxOps> ScxCore<O> {
     /// kfuncs: for unit tests of a scheduler's own arithmetic, on a
     /// [`Sys::detached`].
     pub fn call_ops<R>(&mut self, sys: &mut Sys, cpu: CpuId, f: impl FnOnce(&mut O, &mut Scx) -> R) -> R {
-        let mut scx = Scx { sys, st: &mut self.st, this_cpu: cpu, local_of: cpu, ctx: Ctx::Other };
-        f(&mut self.ops, &mut scx)
+        self.call(sys, cpu, Ctx::Other, f)
     }
 
     /// do_enqueue_task: the direct dispatch asked for, or ops.enqueue;
@@ -342,8 +341,7 @@ impl<O: ScxOps> ScxCore<O> {
     fn do_enqueue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, flags: u64) {
         if self.st.tasks[t as usize].ddsp.is_none() {
             self.st.placing = Some(t);
-            let mut scx = Scx { sys, st: &mut self.st, this_cpu: cpu, local_of: cpu, ctx: Ctx::Enqueue };
-            self.ops.enqueue(&mut scx, t, flags);
+            self.call(sys, cpu, Ctx::Enqueue, |ops, scx| ops.enqueue(scx, t, flags));
             self.st.placing = None;
         }
         match self.st.tasks[t as usize].ddsp.take() {
@@ -352,9 +350,10 @@ impl<O: ScxOps> ScxCore<O> {
         }
     }
 
-    fn call(&mut self, sys: &mut Sys, this_cpu: CpuId, ctx: Ctx, f: impl FnOnce(&mut O, &mut Scx)) {
+    /// A callback on `this_cpu` in context `ctx`, with the kfuncs.
+    fn call<R>(&mut self, sys: &mut Sys, this_cpu: CpuId, ctx: Ctx, f: impl FnOnce(&mut O, &mut Scx) -> R) -> R {
         let mut scx = Scx { sys, st: &mut self.st, this_cpu, local_of: this_cpu, ctx };
-        f(&mut self.ops, &mut scx);
+        f(&mut self.ops, &mut scx)
     }
 
     /// finish_dispatch of each insert ops.dispatch made: tasks still in
@@ -450,10 +449,9 @@ impl<O: ScxOps> Policy for ScxCore<O> {
             first_allowed(sys)
         };
         self.st.placing = Some(t);
-        let mut cpu = prev;
-        self.call(sys, this, Ctx::SelectCpu, |ops, scx| {
+        let cpu = self.call(sys, this, Ctx::SelectCpu, |ops, scx| {
             scx.local_of = prev;
-            cpu = ops.select_cpu(scx, t, prev, flags);
+            ops.select_cpu(scx, t, prev, flags)
         });
         self.st.placing = None;
         if cpu >= sys.nr_cpus {

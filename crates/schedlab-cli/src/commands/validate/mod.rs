@@ -142,10 +142,7 @@ struct Row {
     secs: f64,
     /// What the simulation with the guest's costs took from the real runs
     /// besides the costs ([`Guest`]), to simulate other models as it.
-    uptime: Option<u64>,
-    before_start: Option<u64>,
-    at_gate: Option<u64>,
-    controller_cpu: Option<u64>,
+    start: Start,
 }
 
 /// The placement decisions of `w` simulated under `sched`.
@@ -311,13 +308,7 @@ fn cross_model(opts: &Options, runs: usize, checked: &[Checked]) -> Result<matri
         if model == c.policy.name {
             return Ok((row.sim.clone(), row.guest.clone()));
         }
-        let guest = Guest {
-            costs: &c.guest_costs,
-            uptime: row.uptime,
-            before_start: row.before_start,
-            at_gate: row.at_gate,
-            controller_cpu: row.controller_cpu,
-        };
+        let guest = Guest { costs: &c.guest_costs, start: row.start };
         let sims = simulated(opts, row.exp, model, runs, row.exp.secs * SEC, Some(&guest))?;
         Ok((defaults[&(model, row.exp.id)].clone(), medians(&sims)))
     })
@@ -484,27 +475,17 @@ impl<'a> Kernel<'a> {
         // (runs kept from before 2026-11-25 do not say), not the default
         // hour.
         uptimes.sort_by(f64::total_cmp);
-        let uptime = uptimes.get(uptimes.len() / 2).map(|s| (s * 1e9) as u64);
-        // The runner's start, where every run measured its threads' CPU
-        // time before it (runs kept from before 2026-11-25 did not).
-        let before_start = before_start
-            .into_iter()
-            .collect::<Option<Vec<f64>>>()
-            .filter(|us| !us.is_empty())
-            .map(|us| (median(us) * 1e3) as u64);
-        // What the controller ran before it created the threads, where
-        // every run measured it (runs kept from before 2026-11-26 did not).
-        let controller_cpu = controller_cpu
-            .into_iter()
-            .collect::<Option<Vec<f64>>>()
-            .filter(|ms| !ms.is_empty())
-            .map(|ms| (median(ms) * 1e6) as u64);
-        let at_gate = at_gate
-            .into_iter()
-            .collect::<Option<Vec<f64>>>()
-            .filter(|us| !us.is_empty())
-            .map(|us| (median(us) * 1e3) as u64);
-        let guest = Guest { costs: &self.c.guest_costs, uptime, before_start, at_gate, controller_cpu };
+        // The runner's start, where every run measured it: its threads'
+        // CPU time before it (runs kept from before 2026-11-25 did not),
+        // their CPU at the gate and the controller's before it created
+        // them (nor runs kept from before 2026-11-26).
+        let start = Start {
+            uptime: uptimes.get(uptimes.len() / 2).map(|s| (s * 1e9) as u64),
+            before_start: median_of_every(before_start, 1e3),
+            at_gate: median_of_every(at_gate, 1e3),
+            controller_cpu: median_of_every(controller_cpu, 1e6),
+        };
+        let guest = Guest { costs: &self.c.guest_costs, start };
         let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
         Ok(Row {
             exp,
@@ -512,10 +493,7 @@ impl<'a> Kernel<'a> {
             guest: medians(&guest_sims),
             real: medians(&reals),
             secs: duration as f64 / 1e9,
-            uptime,
-            before_start,
-            at_gate,
-            controller_cpu,
+            start,
         })
     }
 
@@ -573,16 +551,29 @@ impl<'a> Kernel<'a> {
 /// What the simulation with the guest's costs takes from the guest.
 struct Guest<'a> {
     costs: &'a [(String, u64)],
-    /// The kernel's uptime when the runs began (their median).
+    start: Start,
+}
+
+/// How the real runs started, each the runs' median, in ns.
+#[derive(Clone, Copy, Default)]
+struct Start {
+    /// The kernel's uptime when the runs began.
     uptime: Option<u64>,
-    /// A task thread's CPU time before t0 (the runs' median), to start the
-    /// tasks as the runner does (start.rs).
+    /// A task thread's CPU time before t0, to start the tasks as the
+    /// runner does (start.rs).
     before_start: Option<u64>,
-    /// Of that, what a thread had used at the start gate (the runs' median).
+    /// Of that, what a thread had used at the start gate.
     at_gate: Option<u64>,
-    /// The runner's controller's CPU time before it created the threads
-    /// (the runs' median), which its threads inherit the effect of.
+    /// The runner's controller's CPU time before it created the threads,
+    /// which its threads inherit the effect of.
     controller_cpu: Option<u64>,
+}
+
+/// The median of `values` in ns (each given in units of `ns` ns), where
+/// every run measured it.
+fn median_of_every(values: Vec<Option<f64>>, ns: f64) -> Option<u64> {
+    let values = values.into_iter().collect::<Option<Vec<f64>>>().filter(|v| !v.is_empty())?;
+    Some((median(values) * ns) as u64)
 }
 
 /// `exp` simulated under `policy` with seeds 1..=runs, in parallel, with
@@ -602,7 +593,7 @@ fn simulated(
             cm.set.clone_from(&opts.set);
             if let Some(g) = guest {
                 cm.cost = g.costs.to_vec();
-                cm.uptime = g.uptime;
+                cm.uptime = g.start.uptime;
             }
             let w = load_workload(&cm)?;
             if exp.figures.decisions {
@@ -610,8 +601,10 @@ fn simulated(
                 // included: the runner's start is not simulated for them.
                 return Ok(decision_figures(&simulate_decisions(&w, policy)?));
             }
-            let started =
-                guest.and_then(|g| start::runner_start(&w, g.before_start?, g.at_gate, g.controller_cpu.unwrap_or(0)));
+            let started = guest.and_then(|g| {
+                let s = g.start;
+                start::runner_start(&w, s.before_start?, s.at_gate, s.controller_cpu.unwrap_or(0))
+            });
             Ok(figures(exp, &simulate(started.as_ref().unwrap_or(&w), policy)?))
         })
         .collect()
@@ -815,10 +808,7 @@ mod tests {
             guest: vec![fig(Kind::Rate, guest)],
             real: vec![fig(Kind::Rate, real)],
             secs: 3.0,
-            uptime: None,
-            before_start: None,
-            at_gate: None,
-            controller_cpu: None,
+            start: Start::default(),
         }
     }
 
@@ -869,10 +859,7 @@ mod tests {
                 guest: vec![share(sim_share), run(4_175_000.0)],
                 real,
                 secs: 3.0,
-                uptime: None,
-                before_start: None,
-                at_gate: None,
-                controller_cpu: None,
+                start: Start::default(),
             }],
             guest_costs: Vec::new(),
             guest_notes: String::new(),
