@@ -287,11 +287,11 @@ def _sched_list(sched: Union[None, str, type, Iterable[Union[str, type]]]) -> li
 def _run_jobs(jobs: list, threads: int, summary_only: bool = False) -> list:
     """Runs (spec, inline, sched, overrides) jobs: built-in names on every
     core at once, Python policies one after another (their hooks take the
-    GIL); results in job order (only the summary records of built-in runs
-    when ``summary_only``)."""
+    GIL); results in job order (only the summary records when
+    ``summary_only``)."""
     builtin = [j for j in jobs if isinstance(j[2], str)]
     done = iter(_native.run_batch(builtin, threads, summary_only) if builtin else [])
-    return [next(done) if isinstance(j[2], str) else _native.run_policy(*j) for j in jobs]
+    return [next(done) if isinstance(j[2], str) else _native.run_policy(*j, summary_only) for j in jobs]
 
 
 def run(workload: Workload, sched: Union[str, type] = "eevdf", **options) -> Report:

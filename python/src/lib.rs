@@ -121,14 +121,17 @@ fn result_of(report: &schedlab_sim::Report, summary_only: bool) -> Result<RunRes
 
 /// Runs the workload on a policy written in Python: `class(cpus, tick_ns)`
 /// is made for the run, and the engine runs with the GIL released, taking
-/// it for each hook the class defines.
+/// it for each hook the class defines; with only the summary record when
+/// `summary_only` (a sweep's rows, as for `run_batch`).
 #[pyfunction]
+#[pyo3(signature = (spec, inline, class, overrides_json, summary_only = false))]
 fn run_policy(
     py: Python<'_>,
     spec: &str,
     inline: bool,
     class: Bound<'_, PyAny>,
     overrides_json: &str,
+    summary_only: bool,
 ) -> PyResult<RunResult> {
     let ov = overrides(overrides_json).map_err(PyValueError::new_err)?;
     if !ov.tunables.is_empty() {
@@ -155,7 +158,7 @@ fn run_policy(
         return Err(e);
     }
     let report = run.map_err(|e| PyValueError::new_err(format!("{name}: {e}")))?;
-    result_of(&report, false).map_err(PyValueError::new_err)
+    result_of(&report, summary_only).map_err(PyValueError::new_err)
 }
 
 /// Runs the jobs `(spec, inline, sched, overrides_json)` on `threads`

@@ -283,6 +283,24 @@ def test_a_sweep_keeps_one_summary_row_per_run_not_every_report():
     ((report, _, tasks),) = schedlab._native.run_batch([job], 1)
     assert report and len(tasks) == 8
 
+    # A Python policy's runs too: 0.67 MB a run was kept as its report.
+    class Fifo(schedlab.Policy):
+        def __init__(self, cpus, tick_ns):
+            super().__init__(cpus, tick_ns)
+            self.queues = {}
+
+        def enqueue(self, sys, cpu, task, how):
+            self.queues.setdefault(cpu, []).append(task)
+
+        def dequeue(self, sys, cpu, task, why):
+            self.queues[cpu].remove(task)
+
+        def pick(self, sys, cpu):
+            return (self.queues.get(cpu) or [None])[0]
+
+    ((report, summary, tasks),) = schedlab._run_jobs([job[:2] + (Fifo,) + job[3:]], 1, summary_only=True)
+    assert report == "" and tasks == [] and summary[schedlab.SUMMARY_COLUMNS.index("scheduler")] == "fifo"
+
 
 def _scx_simple_example():
     """examples/python/scx_simple.py as a module: its scheduler and workload."""

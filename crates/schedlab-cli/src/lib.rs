@@ -24,7 +24,7 @@ use clap::Parser;
 /// to the built-in ones; on an error, prints it and exits with its code.
 pub fn main_with(policies: Vec<schedlab_policies::UserPolicy>) {
     if let Err(e) = schedlab_policies::register(policies) {
-        eprintln!("schedlab: {e}");
+        eprintln!("schedlab: {}", for_terminal(&e.to_string()));
         std::process::exit(2);
     }
     if schedlab_vm::guest::is_init() {
@@ -37,9 +37,42 @@ pub fn main_with(policies: Vec<schedlab_policies::UserPolicy>) {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     if let Err(e) = commands::run(cli) {
-        eprintln!("schedlab: {e:#}");
+        eprintln!("schedlab: {}", for_terminal(&format!("{e:#}")));
         std::process::exit(exit_code(&e));
     }
+}
+
+/// An error as a terminal may show it: errors quote what the input said,
+/// and an input's escape sequences (ESC, BEL, ...) would act on the
+/// terminal, and a 10 MB value would bury the message. Control characters
+/// other than newline and tab are written as Rust escapes; a line longer
+/// than `LONGEST_LINE` characters keeps its start and end.
+pub(crate) fn for_terminal(message: &str) -> String {
+    const LONGEST_LINE: usize = 1000;
+    const HEAD: usize = 700;
+    const TAIL: usize = 200;
+    let mut out = String::with_capacity(message.len().min(64 * 1024));
+    for (i, line) in message.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let chars = line.chars().count();
+        let escape = |out: &mut String, c: char| {
+            if c.is_control() && c != '\t' {
+                out.extend(c.escape_default());
+            } else {
+                out.push(c);
+            }
+        };
+        if chars <= LONGEST_LINE {
+            line.chars().for_each(|c| escape(&mut out, c));
+        } else {
+            line.chars().take(HEAD).for_each(|c| escape(&mut out, c));
+            out.push_str(&format!(" [... {} characters left out ...] ", chars - HEAD - TAIL));
+            line.chars().skip(chars - TAIL).for_each(|c| escape(&mut out, c));
+        }
+    }
+    out
 }
 
 /// 128 + the signal for a run a stop signal ended, as a shell reports a
@@ -60,7 +93,7 @@ fn guest_main() -> ! {
             Ok(cli) => match commands::run(cli) {
                 Ok(()) => 0,
                 Err(e) => {
-                    eprintln!("schedlab: {e:#}");
+                    eprintln!("schedlab: {}", for_terminal(&format!("{e:#}")));
                     exit_code(&e)
                 }
             },
@@ -75,4 +108,22 @@ fn guest_main() -> ! {
         }
     };
     schedlab_vm::guest::finish(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_terminal;
+
+    #[test]
+    fn an_error_cannot_drive_the_terminal_or_bury_itself() {
+        assert_eq!(
+            for_terminal("bad name 't\x1b[31mred\x07'\nnext\tline"),
+            "bad name 't\\u{1b}[31mred\\u{7}'\nnext\tline"
+        );
+        let huge = format!("value {} is not a number", "9".repeat(10_000_000));
+        let shown = for_terminal(&huge);
+        assert!(shown.len() < 1100, "{} bytes", shown.len());
+        assert!(shown.starts_with("value 999") && shown.ends_with("999 is not a number"), "{shown}");
+        assert!(shown.contains("characters left out"));
+    }
 }

@@ -11,7 +11,7 @@ use schedlab_sim::{Observer, Overrides, Report, Workload};
 pub(crate) fn load_workload(c: &Common) -> Result<Workload> {
     let w = load_workload_with(c, &overrides(c))?;
     for lint in w.lints() {
-        eprintln!("schedlab: warning: {}: {lint}", c.workload);
+        eprintln!("schedlab: warning: {}", crate::for_terminal(&format!("{}: {lint}", c.workload)));
     }
     Ok(w)
 }
@@ -25,7 +25,7 @@ pub(crate) fn load_workload_with(c: &Common, ov: &Overrides) -> Result<Workload>
     if let Some(note) = loaded.note
         && !SAID.swap(true, std::sync::atomic::Ordering::Relaxed)
     {
-        eprintln!("schedlab: {note}");
+        eprintln!("schedlab: {}", crate::for_terminal(&note.to_string()));
     }
     Ok(loaded.workload)
 }
@@ -152,7 +152,7 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
 pub(crate) fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
     let run = schedlab_host::run(w, &args.options())?;
     for warning in &run.warnings {
-        eprintln!("schedlab: host: {warning}");
+        eprintln!("schedlab: host: {}", crate::for_terminal(&warning.to_string()));
     }
     Ok(run.report)
 }

@@ -1035,3 +1035,55 @@ fn validate_quick_fails_on_a_planted_change_of_each_models_knob() {
         assert!(!new.is_empty(), "--set {plant} passed where the model without it passes:\n{planted:#?}");
     }
 }
+
+#[test]
+fn leftovers_removed_are_said_even_when_the_run_then_fails() {
+    // A vm run's temporary directory, marked as a killed run's (PID
+    // 4000002 is above any pid_max): `record` sweeps it first, then fails
+    // on its command; the removal must be said all the same.
+    let tmp = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sweep-{}", std::process::id()));
+    let ns = std::fs::read_link("/proc/self/ns/pid").unwrap().to_string_lossy().into_owned();
+    let ns: String = ns.chars().filter(char::is_ascii_digit).collect();
+    let left = tmp.join(format!("schedlab-vm-4000002-ns{ns}-x1"));
+    std::fs::create_dir_all(&left).unwrap();
+    std::fs::write(left.join(".schedlab-vm-run"), "4000002").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["record", "-o", tmp.join("x.trace").to_str().unwrap(), "--", "/nonexistent/program"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("left by schedlab vm run 4000002, which was killed"), "{err}");
+    assert!(!left.exists());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn inputs_too_big_for_their_run_are_refused_before_reading() {
+    // Over the workload bound: refused by size, whatever memory is free.
+    let huge = temp_file("huge.toml", &format!("# {}\nname = \"x\"\n", "x".repeat(17 << 20)));
+    fails_with(&["run", huge.to_str().unwrap()], "schedlab reads workload files of at most 16 MiB");
+    let _ = std::fs::remove_file(&huge);
+    // Within it, but under `ulimit -v` its run does not fit: one message
+    // that names the bound, not an aborted allocation.
+    let mut toml = String::from("name = \"big\"\nduration = \"10ms\"\n");
+    for i in 0.. {
+        if toml.len() > 10 << 20 {
+            break;
+        }
+        toml.push_str(&format!("[[task]]\nname = \"t{i}\"\nprogram = [ {{ run = \"1ms\" }} ]\n"));
+    }
+    let big = temp_file("big-10m.toml", &toml);
+    let out = Command::new("bash")
+        .args(["-c", "ulimit -v 600000 && exec \"$0\" run \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_schedlab"))
+        .arg(&big)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&big);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("needs about 800 MiB of memory") && err.contains("under ulimit -v"), "{err}");
+    assert!(!err.contains("memory allocation"), "{err}");
+}

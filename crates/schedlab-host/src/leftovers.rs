@@ -20,11 +20,17 @@ pub const VM_TEMP_PREFIX: &str = "schedlab-vm-";
 /// The file a vm run writes into its temporary directory, holding its PID.
 pub const VM_MARKER: &str = ".schedlab-vm-run";
 
-/// Removes what runs whose process is gone left behind and says what.
+/// Removes what runs whose process is gone left behind, says what on
+/// stderr at once (a run that then fails, or is stopped by a signal, never
+/// gets to print its warnings, and what it removed must not go unsaid) and
+/// returns the same lines.
 pub fn sweep() -> Vec<String> {
     let mut said = crate::cgroup::remove_stale();
     said.extend(crate::tracing::remove_stale());
     said.extend(remove_stale_vm_dirs(&std::env::temp_dir()));
+    for removed in &said {
+        eprintln!("schedlab: {removed}");
+    }
     said
 }
 

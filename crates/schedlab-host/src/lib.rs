@@ -84,6 +84,9 @@ pub struct HostRun {
     pub report: Report,
     /// Things the user should know: groups or tracing not used, and why.
     pub warnings: Vec<String>,
+    /// What killed runs had left and this one removed first (said on
+    /// stderr when it was removed: see `leftovers::sweep`).
+    pub removed: Vec<String>,
 }
 
 /// Runs the workload on this machine for its duration (or until a stop
@@ -117,7 +120,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     }
     let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
     let kernel = info::read();
-    let mut warnings = leftovers::sweep();
+    let removed = leftovers::sweep();
+    let mut warnings = Vec::new();
     let mut notes = kernel.notes.clone();
 
     let (cgroups, cgroups_state) = setup_cgroups(w, opts, &mut warnings);
@@ -172,7 +176,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         kernel.tunables.clone(),
     );
     warnings.extend(foreign);
-    Ok(HostRun { report, warnings })
+    Ok(HostRun { report, warnings, removed })
 }
 
 /// The measured window of a run: from t0 to its end (or the last task's

@@ -21,8 +21,6 @@ pub struct Recording {
     /// The stop signal that ended the recording early, passed on to the
     /// command; the trace up to then is kept.
     pub interrupted: Option<libc::c_int>,
-    /// Leftovers of killed runs that were removed first.
-    pub warnings: Vec<String>,
 }
 
 /// How long a command that was passed a stop signal has to exit before
@@ -40,7 +38,7 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     let (program, args) = command
         .split_first()
         .ok_or_else(|| HostError::Setup("nothing to record: give a command after --, e.g. -- make -j4".into()))?;
-    let warnings = leftovers::sweep();
+    leftovers::sweep();
     let nr_cpus = sys::allowed_cpus().len().max(1);
     let tracer = tracing::Tracer::for_programs(nr_cpus, "schedlab record").map_err(HostError::Setup)?;
     tracer.set_on(true);
@@ -105,5 +103,5 @@ pub fn record(command: &[String]) -> Result<Recording, HostError> {
     };
     tracer.set_on(false);
     let (text, overrun) = tracer.text().map_err(HostError::Setup)?;
-    Ok(Recording { text, overrun, exit_status, pid: group as u32, started, ended, interrupted, warnings })
+    Ok(Recording { text, overrun, exit_status, pid: group as u32, started, ended, interrupted })
 }

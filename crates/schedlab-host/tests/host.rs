@@ -402,6 +402,6 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next() {
     for dir in &planted {
         assert!(!dir.exists(), "{} is still there", dir.display());
         let said = format!("{}, left by schedlab run {pid}, which was killed", dir.display());
-        assert!(out.warnings.iter().any(|w| w.contains(&said)), "{:?} lacks '{said}'", out.warnings);
+        assert!(out.removed.iter().any(|w| w.contains(&said)), "{:?} lacks '{said}'", out.removed);
     }
 }

@@ -175,6 +175,12 @@ fn what_cannot_be_modelled_is_refused_with_the_line() {
         assert!(e.starts_with(&format!("bad.json:{line}:")), "wrong line in: {e}");
         assert!(e.contains(needle), "'{needle}' missing from: {e}");
     }
+    // Without --cpus the machine comes from the file: its error names the
+    // file and the CPU it lists, not an option nobody gave.
+    let huge = r#"{ "tasks": { "t": { "cpus": [65536], "run": 10 } } }"#;
+    let e = from_rtapp_json(huge, "huge.json", &Overrides::default()).unwrap_err().to_string();
+    assert!(e.starts_with("huge.json"), "{e}");
+    assert!(e.contains("lists name CPU 65536") && !e.contains("--cpus:"), "{e}");
 }
 
 #[test]

@@ -206,6 +206,23 @@ fn check_kernel(kernel: &Path) -> Result<(), VmError> {
             kernel.display()
         )));
     }
+    // The boot protocol's header gives the image's whole length: the setup
+    // sectors (0 means 4) and the boot sector, then syssize paragraphs of
+    // 16 bytes. A shorter file was cut in copying; QEMU would only stop
+    // with a silent console.
+    let setup_sects = match header[0x1f1] {
+        0 => 4,
+        n => u64::from(n),
+    };
+    let syssize = u64::from(u32::from_le_bytes(header[0x1f4..0x1f8].try_into().expect("4 bytes")));
+    let expected = (setup_sects + 1) * 512 + syssize * 16;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < expected {
+        return Err(VmError::Setup(format!(
+            "{} is cut short: its boot header says {expected} bytes, the file has {len}: copy the kernel again",
+            kernel.display()
+        )));
+    }
     Ok(())
 }
 
@@ -324,8 +341,15 @@ impl Launch<'_> {
         }
     }
 
+    /// QEMU's error output without the warning our own `+topoext` draws
+    /// from TCG, which never stops a guest and would read as the cause.
     fn qemu_stderr(&self) -> String {
-        read_lossy(&self.dir.join("qemu.err")).trim().to_string()
+        let err = read_lossy(&self.dir.join("qemu.err"));
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| !(l.contains("TCG doesn't support requested feature") && l.contains("topoext")))
+            .collect();
+        lines.join("\n").trim().to_string()
     }
 
     /// Boots under `accel` until the guest's init is up.
@@ -429,7 +453,8 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
     }
     // What killed runs of any kind left (its module says how each is known
     // to be schedlab's).
-    let mut warnings = schedlab_host::leftovers::sweep();
+    schedlab_host::leftovers::sweep();
+    let mut warnings = Vec::new();
     let dir = tempfile::Builder::new()
         .prefix(&format!("{}{}-", schedlab_host::leftovers::VM_TEMP_PREFIX, schedlab_host::signals::run_name()))
         .tempdir()

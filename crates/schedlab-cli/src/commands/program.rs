@@ -233,9 +233,6 @@ pub(crate) fn run_host(a: &ProgramArgs) -> Result<(Report, i32)> {
         bail!("--host runs one program (as `schedlab record` does); run several in a guest with --kernel");
     }
     let rec = schedlab_host::record(&programs[0])?;
-    for w in &rec.warnings {
-        eprintln!("schedlab: host: {w}");
-    }
     if let Some(sig) = rec.interrupted {
         bail!("interrupted by {}: the program was stopped", schedlab_host::signals::name(sig));
     }

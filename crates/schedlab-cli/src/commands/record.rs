@@ -7,9 +7,6 @@ pub(crate) fn run(output: std::path::PathBuf, command: Vec<String>) -> Result<()
     // to a typo in -o.
     let (out, mut file) = crate::output::OutputFile::create(&output)?;
     let rec = schedlab_host::record(&command)?;
-    for w in &rec.warnings {
-        eprintln!("schedlab: record: {w}");
-    }
     // Written whole (a full disk or /dev/full is an error, not a
     // silently empty trace), even when a stop signal ended the recording.
     std::io::Write::write_all(&mut file, rec.text.as_bytes())

@@ -18,15 +18,29 @@ fn machine_cpus() -> u32 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
 }
 
-/// The largest input file read: the biggest real workloads (rt-app use
-/// cases, a TOML of thousands of tasks) are well under a megabyte, and a
-/// recorded trace of a minute on many CPUs is a few hundred.
+/// The largest trace read: a recorded trace of a minute on many CPUs is a
+/// few hundred MiB.
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
+/// The largest workload file (schedlab TOML, rt-app JSON) read: the biggest
+/// real ones (rt-app use cases, a TOML of thousands of tasks) are well under
+/// a megabyte, and many tasks of one kind are one `count`.
+pub const MAX_WORKLOAD_BYTES: u64 = 16 << 20;
+
+/// The memory a run needs per byte of its input file, measured with `/usr/
+/// bin/time -f %M` on the release build: a 30 MB TOML of 278,807 tasks
+/// peaked at 2.1 GB (71 bytes a byte: the TOML tree, then the tasks'
+/// state), a 100 MB ftrace text at 262 MB (2.6). Rounded up.
+fn memory_per_input_byte(what: &str) -> u64 {
+    if what == "trace" { 4 } else { 80 }
+}
 
 /// Reads an input file (`what`: workload, trace) as text: a regular file of
-/// at most MAX_INPUT_BYTES. A device (/dev/zero), a FIFO with no writer or
-/// a directory is refused before anything is read, rather than read for
-/// ever or until memory runs out.
+/// at most MAX_WORKLOAD_BYTES (a workload) or MAX_INPUT_BYTES (a trace),
+/// whose run fits in the memory this process may take. A device
+/// (/dev/zero), a FIFO with no writer or a directory is refused before
+/// anything is read, rather than read for ever or until memory runs out;
+/// an input whose run would not fit is refused before it is read, rather
+/// than aborted by a failed allocation halfway.
 pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, String> {
     let shown = path.display();
     let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {what} file {shown}: {e}"))?;
@@ -36,17 +50,29 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
              pipe, save it to a file first"
         ));
     }
-    if meta.len() > MAX_INPUT_BYTES {
+    let (limit, fix) = if what == "trace" {
+        (MAX_INPUT_BYTES, "cut it to the part you need")
+    } else {
+        (MAX_WORKLOAD_BYTES, "give many tasks of one kind as one task with `count`")
+    };
+    if meta.len() > limit {
         return Err(format!(
-            "{shown} is {} MiB; schedlab reads {what} files of at most {} MiB: cut it to the part you need",
+            "{shown} is {} MiB; schedlab reads {what} files of at most {} MiB: {fix}",
             meta.len() >> 20,
-            MAX_INPUT_BYTES >> 20
+            limit >> 20
         ));
     }
+    check_memory_for(&shown.to_string(), what, meta.len())?;
     use std::io::Read;
     let mut head = [0u8; 2];
     let gzipped = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == [0x1f, 0x8b];
     let mut bytes = Vec::new();
+    bytes.try_reserve_exact(meta.len() as usize + 1).map_err(|_| {
+        format!(
+            "{shown}: {} MiB of memory for its text could not be had: free memory or cut the {what}",
+            meta.len() >> 20
+        )
+    })?;
     let read = std::fs::File::open(path).and_then(|f| {
         if gzipped {
             // A gzipped trace (people keep them so): read through, to the
@@ -70,13 +96,32 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
             ));
         }
     };
-    if text.len() as u64 > MAX_INPUT_BYTES {
+    if text.len() as u64 > limit {
         return Err(format!(
-            "{shown} unpacks to over {} MiB; schedlab reads {what} files of at most that: cut it to the part you need",
-            MAX_INPUT_BYTES >> 20
+            "{shown} unpacks to over {} MiB; schedlab reads {what} files of at most that: {fix}",
+            limit >> 20
         ));
     }
+    if gzipped {
+        check_memory_for(&shown.to_string(), what, text.len() as u64)?;
+    }
     Ok(text)
+}
+
+/// Refuses an input of `bytes` whose run would need more memory than this
+/// process may take (see `memory::available`), naming both and the bound.
+fn check_memory_for(shown: &str, what: &str, bytes: u64) -> Result<(), String> {
+    let need = bytes.saturating_mul(memory_per_input_byte(what));
+    match crate::memory::available() {
+        Some((free, bound)) if need > free => Err(format!(
+            "{shown}: a run of this {} MiB {what} needs about {} MiB of memory, and {} MiB is left under {bound}: \
+             cut the {what}, or run where more memory is free",
+            bytes >> 20,
+            need >> 20,
+            free >> 20
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Reads `spec` with `ov` applied. Errors are one line naming the input
@@ -109,8 +154,10 @@ pub fn load(spec: &str, ov: &Overrides) -> Result<Loaded, String> {
         if ov.cpus.is_none() {
             // rt-app runs on the whole machine: so does its simulation,
             // unless the file pins tasks to more CPUs than this one has.
+            // A file that names more CPUs than this machine has is read
+            // with its own count, so an impossible one is the file's error.
             let (here, named) = (machine_cpus(), rtapp::cpus_named(&text).unwrap_or(0));
-            ov.cpus = Some(here.max(named));
+            ov.cpus = (named <= here).then_some(here);
             chosen = Some(if named > here { "as many as its cpus lists name" } else { "this machine's count" });
         }
         let workload = rtapp::from_rtapp_json(&text, &origin, &ov).map_err(|e| e.to_string())?;

@@ -173,8 +173,22 @@ pub fn from_rtapp_json(text: &str, origin: &str, ov: &Overrides) -> Result<Workl
         line: e.line(),
         message: format!("not valid rt-app JSON: {e}"),
     })?;
-    let cpus = ov.cpus.or_else(|| cpus_named(text)).unwrap_or(1);
-    let topology = Topology::flat(cpus).map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?;
+    let topology = match ov.cpus {
+        Some(cpus) => {
+            Topology::flat(cpus).map_err(|m| WorkloadError { origin: "--cpus".into(), line: 0, message: m })?
+        }
+        None => {
+            let cpus = cpus_named(text).unwrap_or(1);
+            Topology::flat(cpus).map_err(|m| WorkloadError {
+                origin: origin.to_string(),
+                line: 0,
+                message: format!(
+                    "its \"cpus\" lists name CPU {}, a machine of {m}; pin to lower CPUs or give --cpus",
+                    cpus - 1
+                ),
+            })?
+        }
+    };
     let mut conv = Conv {
         origin,
         text,
