@@ -83,11 +83,12 @@ pub(crate) enum Command {
         #[arg(long, default_value = "eevdf")]
         sched: String,
         /// Output file; the format follows its extension (.perfetto-trace
-        /// or .pftrace: Perfetto's protobuf; .json: Chrome JSON; else
-        /// ftrace text) unless --format says otherwise.
+        /// or .pftrace: Perfetto's protobuf; .dat: trace-cmd's trace.dat;
+        /// .json: Chrome JSON; else ftrace text) unless --format says
+        /// otherwise.
         #[arg(short, long)]
         output: std::path::PathBuf,
-        /// ftrace, perfetto (protobuf) or json.
+        /// ftrace, perfetto (protobuf), trace-dat or json.
         #[arg(long)]
         format: Option<String>,
     },

@@ -1087,3 +1087,91 @@ fn inputs_too_big_for_their_run_are_refused_before_reading() {
     assert!(err.contains("needs about 800 MiB of memory") && err.contains("under ulimit -v"), "{err}");
     assert!(!err.contains("memory allocation"), "{err}");
 }
+
+#[test]
+fn a_trace_dat_reads_in_trace_cmd_as_the_run_s_ftrace_text() {
+    // trace-cmd (Debian's, which CI installs) is the independent reader:
+    // `trace-cmd report` decodes the file's pages with the formats in it.
+    let probe = Command::new("trace-cmd").arg("--version").output();
+    if !probe.as_ref().is_ok_and(|o| o.status.success() || !o.stdout.is_empty()) {
+        assert!(std::env::var_os("CI").is_none(), "CI must run the trace.dat test: apt install trace-cmd");
+        skip("trace-cmd is not installed (apt install trace-cmd)");
+        return;
+    }
+    // Three hogs on two CPUs: switches, wakeups and the balancer's
+    // migrations. A napper: gaps of more than 2^27 ns, the page's
+    // time_delta, which a time-extend record carries.
+    let hogs = ["smp-fairness", "--cpus", "2", "--param", "hogs=3", "--duration", "3s"];
+    let napper = temp_file(
+        "napper.toml",
+        "name = \"napper\"\nduration = \"3s\"\n[machine]\ncpus = 1\n[[task]]\nname = \"napper\"\n\
+         program = [ { loop = \"forever\", body = [ { run = \"1ms\" }, { sleep = \"700ms\" } ] } ]\n",
+    );
+    trace_dat_matches_text(&hogs, |switches, migrations| switches > 300 && migrations > 5);
+    trace_dat_matches_text(&[napper.to_str().unwrap()], |switches, _| switches == 10);
+}
+
+/// `schedlab trace WORKLOAD` written as trace.dat and as ftrace text:
+/// trace-cmd's reading of the first is the second, event for event.
+fn trace_dat_matches_text(workload: &[&str], enough: impl Fn(usize, usize) -> bool) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dat = dir.join(format!("td-{}-{}.dat", std::process::id(), workload[0].len()));
+    let text = dir.join(format!("td-{}-{}.trace", std::process::id(), workload[0].len()));
+    for out in [&dat, &text] {
+        let args = [&["trace"][..], workload, &["--sched", "cfs", "-o", out.to_str().unwrap()]].concat();
+        let o = schedlab(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // -R: the fields as recorded (prev_state a number), -t: nanoseconds.
+    let report = Command::new("trace-cmd").args(["report", "-R", "-t", "-i", dat.to_str().unwrap()]).output().unwrap();
+    let _ = std::fs::remove_file(&dat);
+    assert!(report.status.success(), "trace-cmd report: {}", String::from_utf8_lossy(&report.stderr));
+    let decoded = String::from_utf8_lossy(&report.stdout).to_string();
+    let written = std::fs::read_to_string(&text).unwrap();
+    let _ = std::fs::remove_file(&text);
+    // Every event as (time in us, CPU, event, its pids and CPUs, its
+    // state as the text prints it), sorted: trace-cmd merges the CPUs'
+    // pages by time, the text is in the simulation's order.
+    let events = |t: &str| {
+        let mut v: Vec<String> = t
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(": sched_"))
+            .map(|l| {
+                let cpu: u32 = l.split('[').nth(1).unwrap().split(']').next().unwrap().parse().unwrap();
+                let (head, fields) = l.split_once(": sched_").unwrap();
+                let ts = head.rsplit(' ').next().unwrap().trim_end_matches(':');
+                let (secs, frac) = ts.split_once('.').unwrap();
+                let (event, fields) = fields.split_once(':').unwrap();
+                let mut kept = vec![format!("{secs}.{}", &frac[..6]), cpu.to_string(), event.to_string()];
+                for kv in fields.split_whitespace() {
+                    match kv.split_once('=') {
+                        Some((k, v)) if k.ends_with("pid") || k.ends_with("cpu") || k.ends_with("prio") => {
+                            kept.push(format!("{k}={}", v.parse::<i64>().unwrap()))
+                        }
+                        Some(("prev_state", v)) => kept.push(
+                            match v {
+                                "0" | "R" => "R",
+                                "256" | "R+" => "R+",
+                                "1" | "S" => "S",
+                                "16" | "X" => "X",
+                                other => panic!("prev_state={other}"),
+                            }
+                            .to_string(),
+                        ),
+                        _ => {}
+                    }
+                }
+                kept.join(" ")
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let (from_dat, from_text) = (events(&decoded), events(&written));
+    let count = |event: &str| from_text.iter().filter(|e| e.split(' ').nth(2) == Some(event)).count();
+    assert!(enough(count("switch"), count("migrate_task")), "{from_text:?}");
+    assert_eq!(from_dat.len(), from_text.len());
+    for (d, t) in from_dat.iter().zip(&from_text) {
+        assert_eq!(d, t, "trace-cmd's reading of the trace.dat differs from the ftrace text");
+    }
+}

@@ -1,5 +1,5 @@
 //! `schedlab trace`: one simulated run written as an ftrace text, Perfetto
-//! protobuf or Chrome JSON trace.
+//! protobuf, trace-cmd trace.dat or Chrome JSON trace.
 
 use crate::args::Common;
 use crate::simulate::{load_workload, one_scheduler, simulate_observed};
@@ -14,8 +14,10 @@ pub(crate) fn run(common: Common, sched: String, output: std::path::PathBuf, for
         Some("ftrace") => TraceFormat::Ftrace,
         Some("perfetto") => TraceFormat::PerfettoProto,
         Some("json") => TraceFormat::Perfetto,
-        Some(other) => bail!("unknown trace format '{other}': use ftrace, perfetto (protobuf) or json"),
+        Some("trace-dat" | "dat") => TraceFormat::TraceDat,
+        Some(other) => bail!("unknown trace format '{other}': use ftrace, perfetto (protobuf), trace-dat or json"),
         None if ext == "perfetto-trace" || ext == "pftrace" => TraceFormat::PerfettoProto,
+        None if ext == "dat" => TraceFormat::TraceDat,
         None if ext == "json" => TraceFormat::Perfetto,
         None => TraceFormat::Ftrace,
     };

@@ -11,4 +11,5 @@ pub mod presets;
 pub mod replay;
 pub mod rtapp;
 pub mod scenarios;
+pub mod trace_dat;
 pub mod trace_out;

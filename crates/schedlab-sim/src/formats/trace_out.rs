@@ -4,8 +4,8 @@
 //! `trace` file, so Perfetto and [`crate::formats::ftrace::parse`] read it
 //! as a real one), Perfetto's own protobuf trace (the same events as
 //! per-CPU ftrace bundles, which Perfetto's UI shows as CPU tracks and
-//! thread states) and the Chrome/Perfetto JSON trace format with one track
-//! per CPU.
+//! thread states), trace-cmd's `trace.dat` (see [`super::trace_dat`]) and
+//! the Chrome/Perfetto JSON trace format with one track per CPU.
 //!
 //! Simulated tasks get pid 1000 + task id and their task spec's name as
 //! comm (cut to the kernel's 15 characters); an idle CPU runs swapper/N,
@@ -13,6 +13,7 @@
 //! them on the waker's).
 
 use super::perfetto_proto as pp;
+use super::trace_dat::{self, TraceDat, Who};
 use crate::engine::{Observer, TraceEvent};
 use crate::policy::{Sys, TaskId, TaskState};
 use crate::time::Nanos;
@@ -26,6 +27,8 @@ pub enum TraceFormat {
     Perfetto,
     /// Perfetto's protobuf (`.perfetto-trace`): ftrace sched events.
     PerfettoProto,
+    /// trace-cmd's binary `trace.dat` (version 6).
+    TraceDat,
 }
 
 /// An [`Observer`] that streams the schedule to a writer. Write errors are
@@ -40,6 +43,8 @@ pub struct TraceWriter<'a> {
     first_event: bool,
     /// Protobuf: each thread's tid and comm, for the process tree.
     threads: std::collections::BTreeMap<u32, String>,
+    /// trace.dat: the ring-buffer pages, written whole at the end.
+    dat: Option<TraceDat>,
 }
 
 pub const PID_BASE: u32 = 1000;
@@ -84,6 +89,7 @@ impl<'a> TraceWriter<'a> {
             open: vec![None; w.nr_cpus() as usize],
             first_event: true,
             threads: Default::default(),
+            dat: (format == TraceFormat::TraceDat).then(|| TraceDat::new(w.nr_cpus())),
         };
         match format {
             TraceFormat::Ftrace => {
@@ -108,7 +114,7 @@ impl<'a> TraceWriter<'a> {
                     ));
                 }
             }
-            TraceFormat::PerfettoProto => {}
+            TraceFormat::PerfettoProto | TraceFormat::TraceDat => {}
         }
         tw
     }
@@ -252,6 +258,12 @@ impl<'a> TraceWriter<'a> {
                 ..Default::default()
             });
         }
+        if let Some(dat) = self.dat.take()
+            && self.error.is_none()
+            && let Err(e) = dat.write(&mut self.out)
+        {
+            self.error = Some(e);
+        }
         if self.error.is_none()
             && let Err(e) = self.out.flush()
         {
@@ -307,12 +319,41 @@ impl<'a> TraceWriter<'a> {
             }
         }
     }
+
+    fn trace_dat(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
+        let w = self.w;
+        let Some(dat) = self.dat.as_mut() else { return };
+        match ev {
+            TraceEvent::Switch { cpu, prev, prev_state, next } => {
+                let ((pc, pp, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
+                let state = match (prev, prev_state) {
+                    (None, _) => trace_dat::STATE_RUNNING,
+                    (_, TaskState::Runnable | TaskState::Running) => trace_dat::STATE_PREEMPTED,
+                    (_, TaskState::Exited) => trace_dat::STATE_EXITED,
+                    _ => trace_dat::STATE_SLEEPING,
+                };
+                let (prev, next) = (Who { comm: &pc, pid: pp, prio: ppr }, Who { comm: &nc, pid: np, prio: npr });
+                dat.switch(now, cpu, prev, state, next);
+            }
+            TraceEvent::Wakeup { task, cpu, new } => {
+                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let c = comm(w, sys, task);
+                dat.wakeup(now, cpu, running, Who { comm: &c, pid: PID_BASE + task, prio: prio(sys, task) }, new);
+            }
+            TraceEvent::Migrate { task, from, to } => {
+                let running = sys.cpus[from as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let c = comm(w, sys, task);
+                dat.migrate(now, running, Who { comm: &c, pid: PID_BASE + task, prio: prio(sys, task) }, from, to);
+            }
+        }
+    }
 }
 
 impl Observer for TraceWriter<'_> {
     fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
         match self.format {
             TraceFormat::Ftrace => self.ftrace(now, sys, ev),
+            TraceFormat::TraceDat => self.trace_dat(now, sys, ev),
             TraceFormat::PerfettoProto => self.proto(now, sys, ev),
             TraceFormat::Perfetto => {
                 if let TraceEvent::Switch { cpu, next, .. } = ev {

@@ -1,0 +1,322 @@
+//! trace-cmd's binary trace file, `trace.dat` version 6 as
+//! trace-cmd.dat.v6(5) of trace-cmd 3.1 describes it, holding the sched
+//! events of a simulated run in the ring-buffer pages Linux's ftrace fills
+//! (header_page and header_event of Linux 6.x on x86-64: 4 KiB pages of a
+//! 64-bit timestamp and commit, then events of a 32-bit header
+//! `type_len:5 time_delta:27`). The event formats are Linux 6.1's
+//! sched_switch, sched_waking, sched_wakeup, sched_wakeup_new and
+//! sched_migrate_task (comm as a 16-byte array in each), so `trace-cmd
+//! report`, KernelShark and libtraceevent read the file as a recording.
+//!
+//! The pages are kept per CPU in memory until the run ends (the file gives
+//! each CPU's offset before its data): about 50 bytes an event.
+
+use crate::time::Nanos;
+
+const PAGE: usize = 4096;
+/// `u64 timestamp; local_t commit;` on a 64-bit kernel.
+const PAGE_HEADER: usize = 16;
+const DELTA_BITS: u32 = 27;
+const TYPE_TIME_EXTEND: u32 = 30;
+
+const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+const HEADER_EVENT: &str = "# compressed entry header\n\
+\ttype_len    :    5 bits\n\
+\ttime_delta  :   27 bits\n\
+\tarray       :   32 bits\n\
+\n\
+\tpadding     : type == 29\n\
+\ttime_extend : type == 30\n\
+\ttime_stamp : type == 31\n\
+\tdata max type_len  == 28\n";
+
+const COMMON_FIELDS: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+/// The event ids of this file (a recording takes them from the kernel;
+/// here they only have to agree with the formats written).
+const SWITCH: u16 = 316;
+const WAKING: u16 = 315;
+const WAKEUP: u16 = 314;
+const WAKEUP_NEW: u16 = 313;
+const MIGRATE: u16 = 311;
+
+/// prev_state as sched_switch records it: TASK_REPORT_MAX (0x100) marks a
+/// preempted task ("R+"), TASK_INTERRUPTIBLE a sleeping one, EXIT_DEAD an
+/// exited one.
+pub const STATE_RUNNING: i64 = 0;
+pub const STATE_PREEMPTED: i64 = 0x100;
+pub const STATE_SLEEPING: i64 = 0x1;
+pub const STATE_EXITED: i64 = 0x10;
+
+fn format(name: &str, id: u16, fields: &str, print: &str) -> String {
+    format!("name: {name}\nID: {id}\nformat:\n{COMMON_FIELDS}{fields}\nprint fmt: {print}\n")
+}
+
+fn sched_formats() -> Vec<String> {
+    let switch = format(
+        "sched_switch",
+        SWITCH,
+        "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+         \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+         \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+         \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+         \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+         \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+         \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n",
+        "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d\", \
+         REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | \
+         0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & ((((0x0000 | 0x0001 | \
+         0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1), \"|\", { 0x0001, \"S\" }, { 0x0002, \
+         \"D\" }, { 0x0004, \"T\" }, { 0x0008, \"t\" }, { 0x0010, \"X\" }, { 0x0020, \"Z\" }, { 0x0040, \"P\" }, { \
+         0x0080, \"I\" }) : \"R\", REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | \
+         0x0040) + 1) << 1) ? \"+\" : \"\", REC->next_comm, REC->next_pid, REC->next_prio",
+    );
+    let wake_fields = "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+         \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+         \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+         \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n";
+    let wake_print = "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
+    let migrate = format(
+        "sched_migrate_task",
+        MIGRATE,
+        "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+         \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+         \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+         \tfield:int orig_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\
+         \tfield:int dest_cpu;\toffset:36;\tsize:4;\tsigned:1;\n",
+        "\"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, REC->orig_cpu, \
+         REC->dest_cpu",
+    );
+    vec![
+        switch,
+        format("sched_waking", WAKING, wake_fields, wake_print),
+        format("sched_wakeup", WAKEUP, wake_fields, wake_print),
+        format("sched_wakeup_new", WAKEUP_NEW, wake_fields, wake_print),
+        migrate,
+    ]
+}
+
+/// One CPU's ring buffer: whole pages, the last one open.
+#[derive(Default)]
+struct CpuPages {
+    bytes: Vec<u8>,
+    /// Where the open page starts in `bytes`, if one is open.
+    open: Option<usize>,
+    /// The time the last event's delta counts from.
+    last: Nanos,
+}
+
+impl CpuPages {
+    fn used(&self) -> usize {
+        self.open.map_or(PAGE, |start| self.bytes.len() - start - PAGE_HEADER)
+    }
+
+    fn close_page(&mut self) {
+        if let Some(start) = self.open.take() {
+            let commit = (self.bytes.len() - start - PAGE_HEADER) as u64;
+            self.bytes[start + 8..start + 16].copy_from_slice(&commit.to_le_bytes());
+            self.bytes.resize(start + PAGE, 0);
+        }
+    }
+
+    fn push(&mut self, ts: Nanos, payload: &[u8]) {
+        let len = payload.len().div_ceil(4) * 4;
+        let delta = ts.saturating_sub(self.last);
+        let extend = if delta >> DELTA_BITS != 0 { 8 } else { 0 };
+        if self.open.is_none() || self.used() + extend + 4 + len > PAGE - PAGE_HEADER {
+            self.close_page();
+            // A new page counts from its own timestamp.
+            self.open = Some(self.bytes.len());
+            self.bytes.extend_from_slice(&ts.to_le_bytes());
+            self.bytes.extend_from_slice(&0u64.to_le_bytes());
+            self.last = ts;
+        }
+        let mut delta = ts - self.last;
+        if delta >> DELTA_BITS != 0 {
+            let head = TYPE_TIME_EXTEND | (((delta & ((1 << DELTA_BITS) - 1)) as u32) << 5);
+            self.bytes.extend_from_slice(&head.to_le_bytes());
+            self.bytes.extend_from_slice(&((delta >> DELTA_BITS) as u32).to_le_bytes());
+            delta = 0;
+        }
+        let head = (len / 4) as u32 | ((delta as u32) << 5);
+        self.bytes.extend_from_slice(&head.to_le_bytes());
+        self.bytes.extend_from_slice(payload);
+        self.bytes.resize(self.bytes.len() + len - payload.len(), 0);
+        self.last = ts;
+    }
+}
+
+/// A comm as the kernel stores it: at most 15 bytes and a NUL.
+fn comm16(comm: &str) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    let bytes = comm.as_bytes();
+    let n = bytes.len().min(15);
+    out[..n].copy_from_slice(&bytes[..n]);
+    out
+}
+
+fn common(id: u16, pid: u32) -> Vec<u8> {
+    let mut v = Vec::with_capacity(64);
+    v.extend_from_slice(&id.to_le_bytes());
+    v.extend_from_slice(&[0, 0]);
+    v.extend_from_slice(&(pid as i32).to_le_bytes());
+    v
+}
+
+/// A side of a switch or the subject of a wakeup: comm, pid, prio.
+pub struct Who<'a> {
+    pub comm: &'a str,
+    pub pid: u32,
+    pub prio: i32,
+}
+
+/// The sched events of a run, kept as ring-buffer pages per CPU.
+pub struct TraceDat {
+    cpus: Vec<CpuPages>,
+    comms: std::collections::BTreeMap<u32, String>,
+}
+
+impl TraceDat {
+    pub fn new(nr_cpus: u32) -> TraceDat {
+        TraceDat { cpus: (0..nr_cpus).map(|_| CpuPages::default()).collect(), comms: Default::default() }
+    }
+
+    fn name(&mut self, who: &Who) {
+        if who.pid != 0 && !self.comms.contains_key(&who.pid) {
+            self.comms.insert(who.pid, who.comm.to_string());
+        }
+    }
+
+    /// sched_switch on `cpu`, from `prev` (in `prev_state`) to `next`.
+    pub fn switch(&mut self, now: Nanos, cpu: u32, prev: Who, prev_state: i64, next: Who) {
+        self.name(&prev);
+        self.name(&next);
+        let mut e = common(SWITCH, prev.pid);
+        e.extend_from_slice(&comm16(prev.comm));
+        e.extend_from_slice(&(prev.pid as i32).to_le_bytes());
+        e.extend_from_slice(&prev.prio.to_le_bytes());
+        e.extend_from_slice(&prev_state.to_le_bytes());
+        e.extend_from_slice(&comm16(next.comm));
+        e.extend_from_slice(&(next.pid as i32).to_le_bytes());
+        e.extend_from_slice(&next.prio.to_le_bytes());
+        self.cpus[cpu as usize].push(now, &e);
+    }
+
+    /// sched_waking then sched_wakeup (or sched_wakeup_new alone) of
+    /// `task`, recorded on `cpu` while `running` (pid) runs there.
+    pub fn wakeup(&mut self, now: Nanos, cpu: u32, running: u32, task: Who, new: bool) {
+        self.name(&task);
+        let ids: &[u16] = if new { &[WAKEUP_NEW] } else { &[WAKING, WAKEUP] };
+        for &id in ids {
+            let mut e = common(id, running);
+            e.extend_from_slice(&comm16(task.comm));
+            e.extend_from_slice(&(task.pid as i32).to_le_bytes());
+            e.extend_from_slice(&task.prio.to_le_bytes());
+            e.extend_from_slice(&(cpu as i32).to_le_bytes());
+            self.cpus[cpu as usize].push(now, &e);
+        }
+    }
+
+    /// sched_migrate_task of `task` from `from` to `to`, recorded on `from`.
+    pub fn migrate(&mut self, now: Nanos, running: u32, task: Who, from: u32, to: u32) {
+        self.name(&task);
+        let mut e = common(MIGRATE, running);
+        e.extend_from_slice(&comm16(task.comm));
+        e.extend_from_slice(&(task.pid as i32).to_le_bytes());
+        e.extend_from_slice(&task.prio.to_le_bytes());
+        e.extend_from_slice(&(from as i32).to_le_bytes());
+        e.extend_from_slice(&(to as i32).to_le_bytes());
+        self.cpus[from as usize].push(now, &e);
+    }
+
+    /// The whole file.
+    pub fn write(mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let mut head = Vec::new();
+        head.extend_from_slice(&[0x17, 0x08, 0x44]);
+        head.extend_from_slice(b"tracing6\0");
+        head.push(0); // little endian
+        head.push(8); // long
+        head.extend_from_slice(&(PAGE as u32).to_le_bytes());
+        for (name, text) in [("header_page", HEADER_PAGE), ("header_event", HEADER_EVENT)] {
+            head.extend_from_slice(name.as_bytes());
+            head.push(0);
+            head.extend_from_slice(&(text.len() as u64).to_le_bytes());
+            head.extend_from_slice(text.as_bytes());
+        }
+        head.extend_from_slice(&0u32.to_le_bytes()); // no ftrace (function tracer) formats
+        head.extend_from_slice(&1u32.to_le_bytes());
+        head.extend_from_slice(b"sched\0");
+        let formats = sched_formats();
+        head.extend_from_slice(&(formats.len() as u32).to_le_bytes());
+        for f in &formats {
+            head.extend_from_slice(&(f.len() as u64).to_le_bytes());
+            head.extend_from_slice(f.as_bytes());
+        }
+        head.extend_from_slice(&0u32.to_le_bytes()); // kallsyms
+        head.extend_from_slice(&0u32.to_le_bytes()); // printk formats
+        let cmdlines: String = self.comms.iter().map(|(pid, c)| format!("{pid} {c}\n")).collect();
+        head.extend_from_slice(&(cmdlines.len() as u64).to_le_bytes());
+        head.extend_from_slice(cmdlines.as_bytes());
+        head.extend_from_slice(&(self.cpus.len() as u32).to_le_bytes());
+        head.extend_from_slice(b"flyrecord\0");
+        for c in &mut self.cpus {
+            c.close_page();
+        }
+        // Each CPU's pages start on a page boundary of the file.
+        let mut offset = (head.len() + 16 * self.cpus.len()).div_ceil(PAGE) * PAGE;
+        for c in &self.cpus {
+            head.extend_from_slice(&(offset as u64).to_le_bytes());
+            head.extend_from_slice(&(c.bytes.len() as u64).to_le_bytes());
+            offset += c.bytes.len();
+        }
+        head.resize(head.len().div_ceil(PAGE) * PAGE, 0);
+        out.write_all(&head)?;
+        for c in &self.cpus {
+            out.write_all(&c.bytes)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gap_over_27_bits_of_nanoseconds_is_a_time_extend() {
+        let mut page = CpuPages::default();
+        page.push(1_000, &[1, 2, 3, 4]);
+        page.push(1_000 + (1 << 27) + 5, &[5, 6, 7, 8]);
+        let word = |at: usize| u32::from_le_bytes(page.bytes[at..at + 4].try_into().unwrap());
+        // First event: type_len 1, delta 0 from the page's timestamp.
+        assert_eq!(word(PAGE_HEADER), 1);
+        // Then a time extend of the delta's low 27 bits and the rest.
+        assert_eq!(word(PAGE_HEADER + 8) & 31, TYPE_TIME_EXTEND);
+        assert_eq!(word(PAGE_HEADER + 8) >> 5, 5);
+        assert_eq!(word(PAGE_HEADER + 12), 1);
+        assert_eq!(word(PAGE_HEADER + 16), 1);
+        page.close_page();
+        assert_eq!(page.bytes.len(), PAGE);
+        assert_eq!(u64::from_le_bytes(page.bytes[8..16].try_into().unwrap()), 24);
+    }
+
+    #[test]
+    fn a_full_page_opens_the_next_at_the_event_s_time() {
+        let mut page = CpuPages::default();
+        // 36-byte events (a wakeup's) take 40 bytes: 102 fill 4,080.
+        for i in 0..103u64 {
+            page.push(i, &[0u8; 36]);
+        }
+        page.close_page();
+        assert_eq!(page.bytes.len(), 2 * PAGE);
+        assert_eq!(u64::from_le_bytes(page.bytes[8..16].try_into().unwrap()), 4080);
+        assert_eq!(u64::from_le_bytes(page.bytes[PAGE..PAGE + 8].try_into().unwrap()), 102);
+    }
+}
