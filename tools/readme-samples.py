@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Rewrites the README's sample outputs: every code block that starts with
 one `$ schedlab ...` line gets that command's output from the binary given
-(default: target/release/schedlab). crates/schedlab-cli/tests/readme.rs
+(default: target/debug/schedlab, the README's first command's). crates/schedlab-cli/tests/readme.rs
 checks the same blocks.
 
-    cargo build --release && python3 tools/readme-samples.py
+    cargo build && python3 tools/readme-samples.py
 """
 import shlex
 import subprocess
 import sys
 
-binary = sys.argv[1] if len(sys.argv) > 1 else "target/release/schedlab"
+binary = sys.argv[1] if len(sys.argv) > 1 else "target/debug/schedlab"
 lines = open("README.md").read().split("\n")
 out, i = [], 0
 while i < len(lines):

@@ -43,3 +43,33 @@ fn readme_samples_are_what_schedlab_prints() {
     }
     assert!(checked >= 2, "the README's samples were not found ({checked} checked)");
 }
+
+/// The Performance section's table of `schedlab bench`: its wall-clock
+/// columns are this machine's, but the event counts of mixed-64 (1 s, seed
+/// 1) are the simulation's and must be today's, as `run` gives them.
+#[test]
+fn readme_bench_table_counts_today_s_events() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let rows: Vec<(&str, u64)> = readme
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("mixed-64: 64 CPUs, 2,000 tasks")?;
+            let mut cols = rest.split_whitespace();
+            Some((cols.next()?, cols.next()?.parse().ok()?))
+        })
+        .collect();
+    assert!(rows.len() >= 10, "the README's bench table was not found ({} mixed-64 rows)", rows.len());
+    for (sched, events) in rows {
+        let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+            .args(["run", "mixed-64", "--duration", "1s", "--json", "--sched", sched])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{sched}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            report["totals"]["events"].as_u64(),
+            Some(events),
+            "README's bench table is stale for {sched} on mixed-64: run `schedlab bench` and copy its table"
+        );
+    }
+}
