@@ -1175,3 +1175,40 @@ fn trace_dat_matches_text(workload: &[&str], enough: impl Fn(usize, usize) -> bo
         assert_eq!(d, t, "trace-cmd's reading of the trace.dat differs from the ftrace text");
     }
 }
+
+#[test]
+fn replay_reads_a_trace_dat_recorded_by_trace_cmd_in_a_real_kernel() {
+    // tools/fixtures/record-trace-dat.sh: trace-cmd 3.1 record (version 6)
+    // of three spinning shells on 2 vCPUs of the eevdf-6.12 guest; replay
+    // reads it through `trace-cmd report` (CI installs trace-cmd).
+    if Command::new("trace-cmd").arg("report").arg("-h").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI must run the trace.dat test: apt install trace-cmd");
+        skip("trace-cmd is not installed (apt install trace-cmd)");
+        return;
+    }
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../schedlab-policies/tests/fixtures/trace-cmd-3.1-record-eevdf-6.12-spinners.dat"
+    );
+    let out = schedlab(&["replay", fixture, "--sched", "eevdf", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let reports: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(reports[0]["source"], "recorded");
+    // The recording: 912 switches among the tasks, 881 of them preemptions
+    // of the three shells (each spun 2.37-2.44 s, preempted 285-304 times
+    // at the ticks of a 250 Hz kernel).
+    assert_eq!(reports[0]["totals"]["context_switches"], 912, "{}", reports[0]["totals"]);
+    assert_eq!(reports[0]["totals"]["involuntary_switches"], 881);
+    let shells: Vec<(u64, u64)> = reports[0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("sh-")))
+        .map(|t| (t["cpu_time_ns"].as_u64().unwrap(), t["involuntary_switches"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(shells.len(), 3, "{}", reports[0]["tasks"]);
+    for (cpu, preempted) in shells {
+        assert!((2_300_000_000..2_500_000_000).contains(&cpu) && (280..310).contains(&preempted), "{cpu} {preempted}");
+    }
+    assert_eq!(reports[1]["scheduler"], "eevdf");
+}
