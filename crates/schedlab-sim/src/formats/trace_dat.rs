@@ -55,51 +55,63 @@ pub const STATE_PREEMPTED: i64 = 0x100;
 pub const STATE_SLEEPING: i64 = 0x1;
 pub const STATE_EXITED: i64 = 0x10;
 
-fn format(name: &str, id: u16, fields: &str, print: &str) -> String {
-    format!("name: {name}\nID: {id}\nformat:\n{COMMON_FIELDS}{fields}\nprint fmt: {print}\n")
+/// An event's own fields after the common ones, in the order they are
+/// written: declaration, size, signed. The offsets follow from the sizes.
+type Fields = &'static [(&'static str, usize, bool)];
+
+const SWITCH_FIELDS: Fields = &[
+    ("char prev_comm[16]", 16, false),
+    ("pid_t prev_pid", 4, true),
+    ("int prev_prio", 4, true),
+    ("long prev_state", 8, true),
+    ("char next_comm[16]", 16, false),
+    ("pid_t next_pid", 4, true),
+    ("int next_prio", 4, true),
+];
+const WAKE_FIELDS: Fields =
+    &[("char comm[16]", 16, false), ("pid_t pid", 4, true), ("int prio", 4, true), ("int target_cpu", 4, true)];
+const MIGRATE_FIELDS: Fields = &[
+    ("char comm[16]", 16, false),
+    ("pid_t pid", 4, true),
+    ("int prio", 4, true),
+    ("int orig_cpu", 4, true),
+    ("int dest_cpu", 4, true),
+];
+
+/// The bytes of an event of these fields, the common ones included.
+fn event_size(fields: Fields) -> usize {
+    8 + fields.iter().map(|f| f.1).sum::<usize>()
+}
+
+fn format(name: &str, id: u16, fields: Fields, print: &str) -> String {
+    let mut text = format!("name: {name}\nID: {id}\nformat:\n{COMMON_FIELDS}");
+    let mut offset = 8;
+    for &(decl, size, signed) in fields {
+        text.push_str(&format!("\tfield:{decl};\toffset:{offset};\tsize:{size};\tsigned:{};\n", u8::from(signed)));
+        offset += size;
+    }
+    text + &format!("\nprint fmt: {print}\n")
 }
 
 fn sched_formats() -> Vec<String> {
-    let switch = format(
-        "sched_switch",
-        SWITCH,
-        "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-         \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-         \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-         \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
-         \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
-         \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
-         \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n",
-        "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d next_prio=%d\", \
-         REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | \
-         0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & ((((0x0000 | 0x0001 | \
-         0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1), \"|\", { 0x0001, \"S\" }, { 0x0002, \
-         \"D\" }, { 0x0004, \"T\" }, { 0x0008, \"t\" }, { 0x0010, \"X\" }, { 0x0020, \"Z\" }, { 0x0040, \"P\" }, { \
-         0x0080, \"I\" }) : \"R\", REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | \
-         0x0040) + 1) << 1) ? \"+\" : \"\", REC->next_comm, REC->next_pid, REC->next_prio",
-    );
-    let wake_fields = "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-         \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-         \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-         \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n";
+    // Linux 6.1's TP_printk of sched_switch, its TASK_REPORT bits spelled
+    // out as the kernel's format file prints them.
+    let switch_print = "\"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s%s ==> next_comm=%s next_pid=%d \
+         next_prio=%d\", REC->prev_comm, REC->prev_pid, REC->prev_prio, (REC->prev_state & ((((0x0000 | 0x0001 | \
+         0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1)) ? __print_flags(REC->prev_state & \
+         ((((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | 0x0020 | 0x0040) + 1) << 1) - 1), \"|\", { 0x0001, \
+         \"S\" }, { 0x0002, \"D\" }, { 0x0004, \"T\" }, { 0x0008, \"t\" }, { 0x0010, \"X\" }, { 0x0020, \"Z\" }, { 0x0040, \
+         \"P\" }, { 0x0080, \"I\" }) : \"R\", REC->prev_state & (((0x0000 | 0x0001 | 0x0002 | 0x0004 | 0x0008 | 0x0010 | \
+         0x0020 | 0x0040) + 1) << 1) ? \"+\" : \"\", REC->next_comm, REC->next_pid, REC->next_prio";
     let wake_print = "\"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu";
-    let migrate = format(
-        "sched_migrate_task",
-        MIGRATE,
-        "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-         \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-         \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-         \tfield:int orig_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\
-         \tfield:int dest_cpu;\toffset:36;\tsize:4;\tsigned:1;\n",
-        "\"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, REC->orig_cpu, \
-         REC->dest_cpu",
-    );
+    let migrate_print = "\"comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d\", REC->comm, REC->pid, REC->prio, \
+         REC->orig_cpu, REC->dest_cpu";
     vec![
-        switch,
-        format("sched_waking", WAKING, wake_fields, wake_print),
-        format("sched_wakeup", WAKEUP, wake_fields, wake_print),
-        format("sched_wakeup_new", WAKEUP_NEW, wake_fields, wake_print),
-        migrate,
+        format("sched_switch", SWITCH, SWITCH_FIELDS, switch_print),
+        format("sched_waking", WAKING, WAKE_FIELDS, wake_print),
+        format("sched_wakeup", WAKEUP, WAKE_FIELDS, wake_print),
+        format("sched_wakeup_new", WAKEUP_NEW, WAKE_FIELDS, wake_print),
+        format("sched_migrate_task", MIGRATE, MIGRATE_FIELDS, migrate_print),
     ]
 }
 
@@ -206,6 +218,7 @@ impl TraceDat {
         e.extend_from_slice(&comm16(next.comm));
         e.extend_from_slice(&(next.pid as i32).to_le_bytes());
         e.extend_from_slice(&next.prio.to_le_bytes());
+        debug_assert_eq!(e.len(), event_size(SWITCH_FIELDS));
         self.cpus[cpu as usize].push(now, &e);
     }
 
@@ -220,6 +233,7 @@ impl TraceDat {
             e.extend_from_slice(&(task.pid as i32).to_le_bytes());
             e.extend_from_slice(&task.prio.to_le_bytes());
             e.extend_from_slice(&(cpu as i32).to_le_bytes());
+            debug_assert_eq!(e.len(), event_size(WAKE_FIELDS));
             self.cpus[cpu as usize].push(now, &e);
         }
     }
@@ -233,6 +247,7 @@ impl TraceDat {
         e.extend_from_slice(&task.prio.to_le_bytes());
         e.extend_from_slice(&(from as i32).to_le_bytes());
         e.extend_from_slice(&(to as i32).to_le_bytes());
+        debug_assert_eq!(e.len(), event_size(MIGRATE_FIELDS));
         self.cpus[from as usize].push(now, &e);
     }
 
