@@ -154,6 +154,29 @@ fn simulate_decisions(w: &Workload, sched: &str) -> Result<Decisions> {
     Ok(counter.counts)
 }
 
+/// OUT/validation, where the real runs' reports are kept; created here,
+/// and removed again when the run ends if it made it and left it empty (a
+/// validate that reused every run from the digest writes nothing there).
+fn data_dir(out: &std::path::Path) -> Result<(std::path::PathBuf, RemoveIfEmpty)> {
+    let data = out.join("validation");
+    let made = !data.is_dir();
+    std::fs::create_dir_all(&data)
+        .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
+    Ok((data.clone(), RemoveIfEmpty(made.then_some(data))))
+}
+
+/// A directory this run made, removed when dropped if still empty.
+struct RemoveIfEmpty(Option<std::path::PathBuf>);
+
+impl Drop for RemoveIfEmpty {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            // remove_dir refuses a directory that holds anything.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 pub fn run(opts: Options) -> Result<()> {
     if opts.tools {
         return tools::run(&opts);
@@ -167,9 +190,7 @@ pub fn run(opts: Options) -> Result<()> {
     let kept = if opts.reuse { Digest::read(&opts.out)? } else { None };
     let policies = choose_policies(&opts, kept.as_ref())?;
     let experiments: Vec<&Experiment> = EXPERIMENTS.iter().filter(|e| !opts.quick || e.quick).collect();
-    let data = opts.out.join("validation");
-    std::fs::create_dir_all(&data)
-        .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
+    let (data, _data_dir) = data_dir(&opts.out)?;
     let started = Instant::now();
     let mut checked = Vec::new();
     for (policy, kernel_file) in policies {

@@ -361,9 +361,7 @@ pub(super) fn run(opts: &Options) -> Result<()> {
             )
         })?;
     }
-    let data = opts.out.join("validation");
-    std::fs::create_dir_all(&data)
-        .with_context(|| format!("cannot create {}: check the directory is writable", data.display()))?;
+    let (data, _data_dir) = super::data_dir(&opts.out)?;
     let started = Instant::now();
     let mut done = Vec::new();
     for (policy, kernel_file) in choose_policies(opts, None)? {
