@@ -2,8 +2,8 @@
 # Writes every report a refactoring must leave unchanged into DIR: each
 # built-in scenario under each policy as JSON (1 s, seed 1; and once more on
 # an 8-CPU SMT machine where the scenario is flat), an rt-app file, a
-# replayed trace, and docs/validation.md re-rendered from the kept guest runs
-# (docs/validation/, which `schedlab validate --out docs` keeps). Run it before and after
+# replayed trace, and docs/validation.md re-judged from the digest of its
+# real runs (validation-runs.json; nothing is booted). Run it before and after
 # a change and diff the two directories:
 #
 #     tools/same-reports.sh /tmp/before   # on the old commit
@@ -30,9 +30,12 @@ for f in crates/schedlab-policies/tests/fixtures/*; do
   "$bin" replay "$f" --duration 1s --json > "$out/replay.$(basename "$f").json" 2>&1 || true
 done
 "$bin" compare thread-test --duration 1s > "$out/compare.thread-test.txt" 2>&1 || true
-if [ -d docs/validation ]; then
+# docs/validation.md re-judged from the digest of its real runs (and their
+# reports where docs/validation/ keeps them): nothing is booted.
+if [ -f docs/validation-runs.json ]; then
   mkdir -p "$out/validate"
-  cp -r docs/validation "$out/validate/validation"
+  cp docs/validation-runs.json docs/validation.md "$out/validate/"
+  if [ -d docs/validation ]; then cp -r docs/validation "$out/validate/validation"; fi
   "$bin" validate --out "$out/validate" --accel tcg --reuse-real 2>&1 | grep -v " wrote " > "$out/validate.txt" || true
   rm -rf "$out/validate/validation"
 fi
