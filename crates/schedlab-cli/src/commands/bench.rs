@@ -58,6 +58,10 @@ pub fn run(quick: bool) -> Result<()> {
         ("thread-test N=4096, 1 CPU busy", common("thread-test", &[("threads", 4096)], 2_000_000_000 / scale)),
         ("jitter-under-load, 8 CPUs", common("jitter-under-load", &[], 2_000_000_000 / scale)),
         ("mixed-64: 64 CPUs, 2,000 tasks", common("mixed-64", &[], 1_000_000_000 / scale)),
+        // One busy CPU for an hour: 900,000 ticks and little else, the
+        // cost of a tick when nothing else is pending (a long lone run, a
+        // trace with hours between two events).
+        ("a lone spinner, 1 h", common("thread-test", &[("threads", 1)], 3_600_000_000_000 / scale)),
     ];
     for (label, c) in &cases {
         let w = load_workload(c)?;
