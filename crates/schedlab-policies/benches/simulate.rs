@@ -13,12 +13,12 @@ fn events(w: &Workload, sched: &str) -> u64 {
     schedlab_policies::simulate(w, sched).expect("simulation runs").totals.events
 }
 
-fn mixed_64(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/mixed-64.toml");
-    let text = std::fs::read_to_string(path).expect("scenarios/mixed-64.toml");
-    let ov = Overrides { duration: Some(100_000_000), ..Overrides::default() };
-    let w = Workload::from_toml(&text, path, &ov).expect("mixed-64 parses");
-    let mut g = c.benchmark_group("mixed-64 (100 ms simulated)");
+/// A built-in scenario with `ov`, as every policy simulates it.
+fn every_policy(c: &mut Criterion, group: &str, scenario: &str, ov: &Overrides) {
+    let path = format!("{}/../../scenarios/{scenario}.toml", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).expect("a built-in scenario");
+    let w = Workload::from_toml(&text, &path, ov).expect("the scenario parses");
+    let mut g = c.benchmark_group(group);
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     for p in schedlab_policies::POLICIES {
         g.throughput(Throughput::Elements(events(&w, p.name)));
@@ -27,19 +27,15 @@ fn mixed_64(c: &mut Criterion) {
     g.finish();
 }
 
+fn mixed_64(c: &mut Criterion) {
+    let ov = Overrides { duration: Some(100_000_000), ..Overrides::default() };
+    every_policy(c, "mixed-64 (100 ms simulated)", "mixed-64", &ov);
+}
+
 fn lone_spinner(c: &mut Criterion) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/thread-test.toml");
-    let text = std::fs::read_to_string(path).expect("scenarios/thread-test.toml");
     let mut ov = Overrides { duration: Some(60_000_000_000), ..Overrides::default() };
     ov.params.insert("threads".into(), 1);
-    let w = Workload::from_toml(&text, path, &ov).expect("thread-test parses");
-    let mut g = c.benchmark_group("a lone spinner (60 s simulated)");
-    g.sample_size(10).measurement_time(Duration::from_secs(3));
-    for p in schedlab_policies::POLICIES {
-        g.throughput(Throughput::Elements(events(&w, p.name)));
-        g.bench_function(p.name, |b| b.iter(|| events(&w, p.name)));
-    }
-    g.finish();
+    every_policy(c, "a lone spinner (60 s simulated)", "thread-test", &ov);
 }
 
 fn scaling(c: &mut Criterion) {
