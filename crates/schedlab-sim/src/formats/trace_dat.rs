@@ -8,8 +8,9 @@
 //! sched_migrate_task (comm as a 16-byte array in each), so `trace-cmd
 //! report`, KernelShark and libtraceevent read the file as a recording.
 //!
-//! The pages are kept per CPU in memory until the run ends (the file gives
-//! each CPU's offset before its data): about 50 bytes an event.
+//! The file gives each CPU's offset before its pages, so full pages wait in
+//! an unnamed temporary file until the run ends (see [`TraceDat`]); memory
+//! holds one open page per CPU.
 
 use crate::time::Nanos;
 
@@ -115,53 +116,61 @@ fn sched_formats() -> Vec<String> {
     ]
 }
 
-/// One CPU's ring buffer: whole pages, the last one open.
+/// One CPU's ring buffer: the page being filled, and where its full pages
+/// went in the spill file.
 #[derive(Default)]
 struct CpuPages {
-    bytes: Vec<u8>,
-    /// Where the open page starts in `bytes`, if one is open.
-    open: Option<usize>,
+    /// The open page (empty when none is).
+    page: Vec<u8>,
     /// The time the last event's delta counts from.
     last: Nanos,
+    /// This CPU's full pages, in order: their numbers in the spill file.
+    spilled: Vec<u64>,
 }
 
 impl CpuPages {
     fn used(&self) -> usize {
-        self.open.map_or(PAGE, |start| self.bytes.len() - start - PAGE_HEADER)
+        if self.page.is_empty() { PAGE } else { self.page.len() - PAGE_HEADER }
     }
 
-    fn close_page(&mut self) {
-        if let Some(start) = self.open.take() {
-            let commit = (self.bytes.len() - start - PAGE_HEADER) as u64;
-            self.bytes[start + 8..start + 16].copy_from_slice(&commit.to_le_bytes());
-            self.bytes.resize(start + PAGE, 0);
+    /// The open page, finished (its commit written, padded to a page).
+    fn take_page(&mut self) -> Option<Vec<u8>> {
+        if self.page.is_empty() {
+            return None;
         }
+        let commit = (self.page.len() - PAGE_HEADER) as u64;
+        self.page[8..16].copy_from_slice(&commit.to_le_bytes());
+        self.page.resize(PAGE, 0);
+        Some(std::mem::take(&mut self.page))
     }
 
-    fn push(&mut self, ts: Nanos, payload: &[u8]) {
+    /// Appends an event at `ts`; the page it filled, if it opened another.
+    fn push(&mut self, ts: Nanos, payload: &[u8]) -> Option<Vec<u8>> {
         let len = payload.len().div_ceil(4) * 4;
         let delta = ts.saturating_sub(self.last);
         let extend = if delta >> DELTA_BITS != 0 { 8 } else { 0 };
-        if self.open.is_none() || self.used() + extend + 4 + len > PAGE - PAGE_HEADER {
-            self.close_page();
+        let mut full = None;
+        if self.page.is_empty() || self.used() + extend + 4 + len > PAGE - PAGE_HEADER {
+            full = self.take_page();
             // A new page counts from its own timestamp.
-            self.open = Some(self.bytes.len());
-            self.bytes.extend_from_slice(&ts.to_le_bytes());
-            self.bytes.extend_from_slice(&0u64.to_le_bytes());
+            self.page.reserve(PAGE);
+            self.page.extend_from_slice(&ts.to_le_bytes());
+            self.page.extend_from_slice(&0u64.to_le_bytes());
             self.last = ts;
         }
         let mut delta = ts - self.last;
         if delta >> DELTA_BITS != 0 {
             let head = TYPE_TIME_EXTEND | (((delta & ((1 << DELTA_BITS) - 1)) as u32) << 5);
-            self.bytes.extend_from_slice(&head.to_le_bytes());
-            self.bytes.extend_from_slice(&((delta >> DELTA_BITS) as u32).to_le_bytes());
+            self.page.extend_from_slice(&head.to_le_bytes());
+            self.page.extend_from_slice(&((delta >> DELTA_BITS) as u32).to_le_bytes());
             delta = 0;
         }
         let head = (len / 4) as u32 | ((delta as u32) << 5);
-        self.bytes.extend_from_slice(&head.to_le_bytes());
-        self.bytes.extend_from_slice(payload);
-        self.bytes.resize(self.bytes.len() + len - payload.len(), 0);
+        self.page.extend_from_slice(&head.to_le_bytes());
+        self.page.extend_from_slice(payload);
+        self.page.resize(self.page.len() + len - payload.len(), 0);
         self.last = ts;
+        full
     }
 }
 
@@ -189,15 +198,53 @@ pub struct Who<'a> {
     pub prio: i32,
 }
 
-/// The sched events of a run, kept as ring-buffer pages per CPU.
+/// The sched events of a run as ring-buffer pages per CPU. The file gives
+/// each CPU's offset before its pages, and the CPUs' events come
+/// interleaved, so full pages wait in an unnamed temporary file (gone with
+/// the process however it ends) and memory holds one open page per CPU.
 pub struct TraceDat {
     cpus: Vec<CpuPages>,
     comms: std::collections::BTreeMap<u32, String>,
+    spill: Option<std::fs::File>,
+    spilled: u64,
+    /// The first failure to spill a page, returned by `write`.
+    error: Option<std::io::Error>,
 }
 
 impl TraceDat {
     pub fn new(nr_cpus: u32) -> TraceDat {
-        TraceDat { cpus: (0..nr_cpus).map(|_| CpuPages::default()).collect(), comms: Default::default() }
+        TraceDat {
+            cpus: (0..nr_cpus).map(|_| CpuPages::default()).collect(),
+            comms: Default::default(),
+            spill: None,
+            spilled: 0,
+            error: None,
+        }
+    }
+
+    fn push(&mut self, cpu: u32, ts: Nanos, payload: &[u8]) {
+        if let Some(full) = self.cpus[cpu as usize].push(ts, payload) {
+            self.spill_page(cpu, &full);
+        }
+    }
+
+    fn spill_page(&mut self, cpu: u32, page: &[u8]) {
+        use std::io::Write;
+        if self.error.is_some() {
+            return;
+        }
+        let file = match self.spill.take() {
+            Some(f) => Ok(f),
+            None => tempfile::tempfile(),
+        };
+        match file.and_then(|mut f| f.write_all(page).map(|()| f)) {
+            Ok(f) => {
+                self.spill = Some(f);
+                self.cpus[cpu as usize].spilled.push(self.spilled);
+                self.spilled += 1;
+            }
+            Err(e) => self.error = Some(e),
+        }
     }
 
     fn name(&mut self, who: &Who) {
@@ -219,7 +266,7 @@ impl TraceDat {
         e.extend_from_slice(&(next.pid as i32).to_le_bytes());
         e.extend_from_slice(&next.prio.to_le_bytes());
         debug_assert_eq!(e.len(), event_size(SWITCH_FIELDS));
-        self.cpus[cpu as usize].push(now, &e);
+        self.push(cpu, now, &e);
     }
 
     /// sched_waking then sched_wakeup (or sched_wakeup_new alone) of
@@ -234,7 +281,7 @@ impl TraceDat {
             e.extend_from_slice(&task.prio.to_le_bytes());
             e.extend_from_slice(&(cpu as i32).to_le_bytes());
             debug_assert_eq!(e.len(), event_size(WAKE_FIELDS));
-            self.cpus[cpu as usize].push(now, &e);
+            self.push(cpu, now, &e);
         }
     }
 
@@ -248,7 +295,7 @@ impl TraceDat {
         e.extend_from_slice(&(from as i32).to_le_bytes());
         e.extend_from_slice(&(to as i32).to_le_bytes());
         debug_assert_eq!(e.len(), event_size(MIGRATE_FIELDS));
-        self.cpus[from as usize].push(now, &e);
+        self.push(from, now, &e);
     }
 
     /// The whole file.
@@ -281,20 +328,32 @@ impl TraceDat {
         head.extend_from_slice(cmdlines.as_bytes());
         head.extend_from_slice(&(self.cpus.len() as u32).to_le_bytes());
         head.extend_from_slice(b"flyrecord\0");
-        for c in &mut self.cpus {
-            c.close_page();
+        for cpu in 0..self.cpus.len() as u32 {
+            if let Some(page) = self.cpus[cpu as usize].take_page() {
+                self.spill_page(cpu, &page);
+            }
+        }
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::new(e.kind(), format!("keeping the trace's pages in a temporary file: {e}")));
         }
         // Each CPU's pages start on a page boundary of the file.
         let mut offset = (head.len() + 16 * self.cpus.len()).div_ceil(PAGE) * PAGE;
         for c in &self.cpus {
+            let bytes = c.spilled.len() * PAGE;
             head.extend_from_slice(&(offset as u64).to_le_bytes());
-            head.extend_from_slice(&(c.bytes.len() as u64).to_le_bytes());
-            offset += c.bytes.len();
+            head.extend_from_slice(&(bytes as u64).to_le_bytes());
+            offset += bytes;
         }
         head.resize(head.len().div_ceil(PAGE) * PAGE, 0);
         out.write_all(&head)?;
+        let mut page = vec![0u8; PAGE];
         for c in &self.cpus {
-            out.write_all(&c.bytes)?;
+            for &n in &c.spilled {
+                use std::os::unix::fs::FileExt;
+                let spill = self.spill.as_ref().expect("a spilled page has its file");
+                spill.read_exact_at(&mut page, n * PAGE as u64)?;
+                out.write_all(&page)?;
+            }
         }
         Ok(())
     }
@@ -306,10 +365,11 @@ mod tests {
 
     #[test]
     fn a_gap_over_27_bits_of_nanoseconds_is_a_time_extend() {
-        let mut page = CpuPages::default();
-        page.push(1_000, &[1, 2, 3, 4]);
-        page.push(1_000 + (1 << 27) + 5, &[5, 6, 7, 8]);
-        let word = |at: usize| u32::from_le_bytes(page.bytes[at..at + 4].try_into().unwrap());
+        let mut cpu = CpuPages::default();
+        assert!(cpu.push(1_000, &[1, 2, 3, 4]).is_none());
+        assert!(cpu.push(1_000 + (1 << 27) + 5, &[5, 6, 7, 8]).is_none());
+        let page = cpu.take_page().unwrap();
+        let word = |at: usize| u32::from_le_bytes(page[at..at + 4].try_into().unwrap());
         // First event: type_len 1, delta 0 from the page's timestamp.
         assert_eq!(word(PAGE_HEADER), 1);
         // Then a time extend of the delta's low 27 bits and the rest.
@@ -317,21 +377,41 @@ mod tests {
         assert_eq!(word(PAGE_HEADER + 8) >> 5, 5);
         assert_eq!(word(PAGE_HEADER + 12), 1);
         assert_eq!(word(PAGE_HEADER + 16), 1);
-        page.close_page();
-        assert_eq!(page.bytes.len(), PAGE);
-        assert_eq!(u64::from_le_bytes(page.bytes[8..16].try_into().unwrap()), 24);
+        assert_eq!(page.len(), PAGE);
+        assert_eq!(u64::from_le_bytes(page[8..16].try_into().unwrap()), 24);
     }
 
     #[test]
     fn a_full_page_opens_the_next_at_the_event_s_time() {
-        let mut page = CpuPages::default();
+        let mut cpu = CpuPages::default();
         // 36-byte events (a wakeup's) take 40 bytes: 102 fill 4,080.
-        for i in 0..103u64 {
-            page.push(i, &[0u8; 36]);
+        let full: Vec<Vec<u8>> = (0..103u64).filter_map(|i| cpu.push(i, &[0u8; 36])).collect();
+        assert_eq!(full.len(), 1);
+        assert_eq!(u64::from_le_bytes(full[0][8..16].try_into().unwrap()), 4080);
+        assert_eq!(u64::from_le_bytes(cpu.take_page().unwrap()[..8].try_into().unwrap()), 102);
+    }
+
+    #[test]
+    fn each_cpu_s_pages_come_out_together_and_in_order() {
+        // Two CPUs' events interleaved over many pages: the file holds CPU
+        // 0's pages, then CPU 1's, each in the order they were filled.
+        let mut dat = TraceDat::new(2);
+        let who = Who { comm: "t", pid: 7, prio: 120 };
+        for i in 0..1_000u64 {
+            dat.wakeup(i * 10, (i % 2) as u32, 0, Who { ..who }, true);
         }
-        page.close_page();
-        assert_eq!(page.bytes.len(), 2 * PAGE);
-        assert_eq!(u64::from_le_bytes(page.bytes[8..16].try_into().unwrap()), 4080);
-        assert_eq!(u64::from_le_bytes(page.bytes[PAGE..PAGE + 8].try_into().unwrap()), 102);
+        let mut file = Vec::new();
+        dat.write(&mut file).unwrap();
+        let at = |o: usize| u64::from_le_bytes(file[o..o + 8].try_into().unwrap());
+        let table = file.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+        let (off0, len0, off1, len1) = (at(table), at(table + 8), at(table + 16), at(table + 24));
+        // 500 events of 40 bytes a CPU: 102 a page, 5 pages each.
+        assert_eq!((len0, len1), (5 * PAGE as u64, 5 * PAGE as u64));
+        assert_eq!(off1, off0 + len0);
+        for (off, first_ts) in [(off0 as usize, 0), (off1 as usize, 10)] {
+            let stamps: Vec<u64> = (0..5).map(|p| at(off + p * PAGE)).collect();
+            // Each page starts at its first event's time: 102 events of 20 ns.
+            assert_eq!(stamps, (0..5).map(|p| first_ts + p * 102 * 20).collect::<Vec<_>>());
+        }
     }
 }
