@@ -37,6 +37,7 @@ pub use measure::{
     TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
 };
 pub use record::{Recording, record};
+pub use sys::ProcStat;
 /// CLOCK_MONOTONIC in ns, the clock of the traces schedlab takes.
 pub use sys::now as monotonic_now;
 

@@ -26,16 +26,34 @@ pub fn thread_cpu_time() -> Nanos {
     clock(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
-/// The calling thread's priority as /proc gives it (field 18 of
-/// /proc/thread-self/stat, the kernel's task_prio()); None where it cannot
-/// be read.
+/// The numeric fields of a /proc `stat` file (/proc/PID/stat,
+/// /proc/thread-self/stat), read once: field N of proc(5) is `field(N)`.
+pub struct ProcStat {
+    /// Fields 3 onwards, as text.
+    after_comm: Vec<String>,
+}
+
+impl ProcStat {
+    /// None where the file cannot be read (a process that is gone).
+    pub fn read(path: &str) -> Option<ProcStat> {
+        let stat = std::fs::read(path).ok()?;
+        let stat = String::from_utf8_lossy(&stat);
+        // The comm, field 2, is in parentheses and may hold spaces and
+        // parentheses: count from the last ')', which field 3 follows.
+        let rest = &stat[stat.rfind(')')? + 1..];
+        Some(ProcStat { after_comm: rest.split_whitespace().map(String::from).collect() })
+    }
+
+    /// Field `n` (numbered from 1 as proc(5) numbers them, n >= 3).
+    pub fn field(&self, n: usize) -> Option<i64> {
+        self.after_comm.get(n.checked_sub(3)?)?.parse().ok()
+    }
+}
+
+/// The calling thread's priority as /proc gives it (field 18, the kernel's
+/// task_prio()); None where it cannot be read.
 pub fn stat_priority() -> Option<i64> {
-    let stat = std::fs::read("/proc/thread-self/stat").ok()?;
-    let stat = String::from_utf8_lossy(&stat);
-    // The comm, field 2, is in parentheses and may hold spaces: count from
-    // the last ')', which is followed by field 3.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(15)?.parse().ok()
+    ProcStat::read("/proc/thread-self/stat")?.field(18)
 }
 
 /// Sleeps until an absolute CLOCK_MONOTONIC time; false when a signal cut
@@ -441,4 +459,17 @@ fn pids_limit() -> Option<(u64, u64)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_fields_are_numbered_as_proc_5_numbers_them() {
+        let stat = ProcStat::read("/proc/self/stat").unwrap();
+        assert_eq!(stat.field(1), None, "fields 1 and 2 (the pid and the comm) are not read");
+        assert_eq!(stat.field(4), Some(i64::from(std::os::unix::process::parent_id())), "field 4 is the ppid");
+        assert!(ProcStat::read("/proc/4000002/stat").is_none(), "no such process");
+    }
 }

@@ -412,11 +412,8 @@ impl HostLoad {
 
 /// utime + stime of a process (every thread), USER_HZ ticks.
 fn process_cpu(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; the fields after it do not.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+    let stat = schedlab_host::ProcStat::read(&format!("/proc/{pid}/stat"))?;
+    u64::try_from(stat.field(14)? + stat.field(15)?).ok()
 }
 
 /// Why KVM failed to bring up a guest of this process, which then boots
