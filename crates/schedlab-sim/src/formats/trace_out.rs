@@ -70,6 +70,29 @@ fn side(w: &Workload, sys: &Sys, cpu: u32, t: Option<TaskId>) -> (String, u32, i
     }
 }
 
+/// What runs on `cpu` besides `task`: the current task a line recorded
+/// there about `task` (its wakeup, its migration) shows.
+fn running_besides(sys: &Sys, cpu: u32, task: TaskId) -> Option<TaskId> {
+    sys.cpus[cpu as usize].curr.filter(|&c| c != task)
+}
+
+/// A task's pid, 0 (the swapper's) for none.
+fn pid_of(t: Option<TaskId>) -> u32 {
+    t.map_or(0, |t| PID_BASE + t)
+}
+
+/// sched_switch's prev_state, the kernel's bits for the task leaving a
+/// CPU: 0 for the idle task, TASK_REPORT_MAX for a preempted one ("R+"),
+/// EXIT_DEAD for one that exited, TASK_INTERRUPTIBLE for one gone to sleep.
+fn prev_state_bits(prev: Option<TaskId>, state: TaskState) -> i64 {
+    match (prev, state) {
+        (None, _) => trace_dat::STATE_RUNNING,
+        (_, TaskState::Runnable | TaskState::Running) => trace_dat::STATE_PREEMPTED,
+        (_, TaskState::Exited) => trace_dat::STATE_EXITED,
+        _ => trace_dat::STATE_SLEEPING,
+    }
+}
+
 /// "comm-pid" of what runs on `cpu`, as the header of a line.
 fn header(w: &Workload, sys: &Sys, cpu: u32, running: Option<TaskId>, now: Nanos, flags: &str) -> String {
     let (c, pid) = match running {
@@ -144,11 +167,9 @@ impl<'a> TraceWriter<'a> {
                     name(t);
                 }
                 let ((pc, pp_, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
-                let state = match (prev, prev_state) {
-                    (None, _) | (_, TaskState::Runnable | TaskState::Running) => 0,
-                    (_, TaskState::Exited) => 16,
-                    _ => 1,
-                };
+                // Written without the preemption mark (R, not R+), as the
+                // protobuf always was.
+                let state = prev_state_bits(prev, prev_state) & !trace_dat::STATE_PREEMPTED;
                 let e = pp::Event::SchedSwitch(pp::SchedSwitch {
                     prev_comm: Some(pc),
                     prev_pid: Some(pp_ as i32),
@@ -168,7 +189,7 @@ impl<'a> TraceWriter<'a> {
                     success: Some(1),
                     target_cpu: Some(cpu as i32),
                 };
-                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let running = pid_of(running_besides(sys, cpu, task));
                 let events = if new {
                     vec![pp::Event::SchedWakeupNew(wake)]
                 } else {
@@ -177,7 +198,7 @@ impl<'a> TraceWriter<'a> {
                 (cpu, running, events)
             }
             TraceEvent::Migrate { task, from, to } => {
-                let running = sys.cpus[from as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let running = pid_of(running_besides(sys, from, task));
                 let e = pp::Event::SchedMigrateTask(pp::SchedMigrateTask {
                     comm: Some(name(task)),
                     pid: Some((PID_BASE + task) as i32),
@@ -277,11 +298,12 @@ impl<'a> TraceWriter<'a> {
         match ev {
             TraceEvent::Switch { cpu, prev, prev_state, next } => {
                 let ((pc, pp, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
-                let state = match (prev, prev_state) {
-                    (None, _) => "R",
-                    (_, TaskState::Runnable | TaskState::Running) => "R+",
-                    (_, TaskState::Exited) => "X",
-                    _ => "S",
+                // The letters of the kernel's print format for those bits.
+                let state = match prev_state_bits(prev, prev_state) {
+                    trace_dat::STATE_PREEMPTED => "R+",
+                    trace_dat::STATE_EXITED => "X",
+                    trace_dat::STATE_SLEEPING => "S",
+                    _ => "R",
                 };
                 let line = format!(
                     "{}sched_switch: prev_comm={pc} prev_pid={pp} prev_prio={ppr} prev_state={state} ==> next_comm={nc} next_pid={np} next_prio={npr}\n",
@@ -290,7 +312,7 @@ impl<'a> TraceWriter<'a> {
                 self.put(line);
             }
             TraceEvent::Wakeup { task, cpu, new } => {
-                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task);
+                let running = running_besides(sys, cpu, task);
                 let (c, pid, pr) = (comm(w, sys, task), PID_BASE + task, prio(sys, task));
                 let fields = format!("comm={c} pid={pid} prio={pr} target_cpu={cpu:03}");
                 // try_to_wake_up traces sched_waking first; wake_up_new_task
@@ -307,7 +329,7 @@ impl<'a> TraceWriter<'a> {
                 self.put(line);
             }
             TraceEvent::Migrate { task, from, to } => {
-                let running = sys.cpus[from as usize].curr.filter(|&c| c != task);
+                let running = running_besides(sys, from, task);
                 let line = format!(
                     "{}sched_migrate_task: comm={} pid={} prio={} orig_cpu={from} dest_cpu={to}\n",
                     header(w, sys, from, running, now, "d..3."),
@@ -326,22 +348,17 @@ impl<'a> TraceWriter<'a> {
         match ev {
             TraceEvent::Switch { cpu, prev, prev_state, next } => {
                 let ((pc, pp, ppr), (nc, np, npr)) = (side(w, sys, cpu, prev), side(w, sys, cpu, next));
-                let state = match (prev, prev_state) {
-                    (None, _) => trace_dat::STATE_RUNNING,
-                    (_, TaskState::Runnable | TaskState::Running) => trace_dat::STATE_PREEMPTED,
-                    (_, TaskState::Exited) => trace_dat::STATE_EXITED,
-                    _ => trace_dat::STATE_SLEEPING,
-                };
+                let state = prev_state_bits(prev, prev_state);
                 let (prev, next) = (Who { comm: &pc, pid: pp, prio: ppr }, Who { comm: &nc, pid: np, prio: npr });
                 dat.switch(now, cpu, prev, state, next);
             }
             TraceEvent::Wakeup { task, cpu, new } => {
-                let running = sys.cpus[cpu as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let running = pid_of(running_besides(sys, cpu, task));
                 let c = comm(w, sys, task);
                 dat.wakeup(now, cpu, running, Who { comm: &c, pid: PID_BASE + task, prio: prio(sys, task) }, new);
             }
             TraceEvent::Migrate { task, from, to } => {
-                let running = sys.cpus[from as usize].curr.filter(|&c| c != task).map_or(0, |c| PID_BASE + c);
+                let running = pid_of(running_besides(sys, from, task));
                 let c = comm(w, sys, task);
                 dat.migrate(now, running, Who { comm: &c, pid: PID_BASE + task, prio: prio(sys, task) }, from, to);
             }
