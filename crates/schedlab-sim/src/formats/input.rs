@@ -26,12 +26,17 @@ pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 /// a megabyte, and many tasks of one kind are one `count`.
 pub const MAX_WORKLOAD_BYTES: u64 = 16 << 20;
 
-/// The memory a run needs per byte of its input file, measured with `/usr/
-/// bin/time -f %M` on the release build: a 30 MB TOML of 278,807 tasks
-/// peaked at 2.1 GB (71 bytes a byte: the TOML tree, then the tasks'
+/// What bounds an input file of kind `what`: its largest size, how to come
+/// under it, and the memory a run needs per byte of it, measured with
+/// `/usr/bin/time -f %M` on the release build: a 30 MB TOML of 278,807
+/// tasks peaked at 2.1 GB (71 bytes a byte: the TOML tree, then the tasks'
 /// state), a 100 MB ftrace text at 262 MB (2.6). Rounded up.
-fn memory_per_input_byte(what: &str) -> u64 {
-    if what == "trace" { 4 } else { 80 }
+fn bounds_of(what: &str) -> (u64, &'static str, u64) {
+    if what == "trace" {
+        (MAX_INPUT_BYTES, "cut it to the part you need", 4)
+    } else {
+        (MAX_WORKLOAD_BYTES, "give many tasks of one kind as one task with `count`", 80)
+    }
 }
 
 /// Reads an input file (`what`: workload, trace) as text: a regular file of
@@ -50,11 +55,7 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
              pipe, save it to a file first"
         ));
     }
-    let (limit, fix) = if what == "trace" {
-        (MAX_INPUT_BYTES, "cut it to the part you need")
-    } else {
-        (MAX_WORKLOAD_BYTES, "give many tasks of one kind as one task with `count`")
-    };
+    let (limit, fix, memory_per_byte) = bounds_of(what);
     if meta.len() > limit {
         return Err(format!(
             "{shown} is {} MiB; schedlab reads {what} files of at most {} MiB: {fix}",
@@ -62,7 +63,7 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
             limit >> 20
         ));
     }
-    check_memory_for(&shown.to_string(), what, meta.len())?;
+    check_memory_for(&shown.to_string(), what, meta.len(), memory_per_byte)?;
     use std::io::Read;
     let mut head = [0u8; 2];
     let gzipped = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head == [0x1f, 0x8b];
@@ -103,15 +104,16 @@ pub fn read_input_file(path: &std::path::Path, what: &str) -> Result<String, Str
         ));
     }
     if gzipped {
-        check_memory_for(&shown.to_string(), what, text.len() as u64)?;
+        check_memory_for(&shown.to_string(), what, text.len() as u64, memory_per_byte)?;
     }
     Ok(text)
 }
 
-/// Refuses an input of `bytes` whose run would need more memory than this
-/// process may take (see `memory::available`), naming both and the bound.
-fn check_memory_for(shown: &str, what: &str, bytes: u64) -> Result<(), String> {
-    let need = bytes.saturating_mul(memory_per_input_byte(what));
+/// Refuses an input of `bytes` whose run, at `memory_per_byte`, would need
+/// more memory than this process may take (see `memory::available`),
+/// naming both and the bound.
+fn check_memory_for(shown: &str, what: &str, bytes: u64, memory_per_byte: u64) -> Result<(), String> {
+    let need = bytes.saturating_mul(memory_per_byte);
     match crate::memory::available() {
         Some((free, bound)) if need > free => Err(format!(
             "{shown}: a run of this {} MiB {what} needs about {} MiB of memory, and {} MiB is left under {bound}: \
