@@ -232,16 +232,7 @@ impl PyPolicy {
             return None;
         }
         Python::attach(|py| {
-            let handle = self.sys.bind(py);
-            handle.borrow().sys.store(sys as *mut Sys, Ordering::SeqCst);
-            let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
-            items.extend(args.into_iter().map(|a| a.into_py(py)));
-            let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
-            handle.borrow().sys.store(std::ptr::null_mut(), Ordering::SeqCst);
-            let read = match result {
-                Ok(v) => read(&v),
-                Err(e) => Err(raised(py, e, &self.interrupt)),
-            };
+            let read = call_with(&self.obj, self.sys.bind(py), sys as *mut Sys, method, args, read, &self.interrupt);
             read.map_err(|what| {
                 self.failed.store(true, std::sync::atomic::Ordering::Relaxed);
                 sys.fail(format!("the Python hook {method} {what}"))
@@ -251,10 +242,49 @@ impl PyPolicy {
     }
 }
 
+/// A Python object through which a hook reaches engine state (`sys`,
+/// `scx`) for the length of one call: `slot` points at that state then
+/// and is null otherwise.
+pub(crate) trait StateView: pyo3::PyClass {
+    type State;
+    fn slot(&self) -> &AtomicPtr<Self::State>;
+}
+
+impl StateView for PySys {
+    type State = Sys;
+    fn slot(&self) -> &AtomicPtr<Sys> {
+        &self.sys
+    }
+}
+
+/// Calls `obj.method(view, *args)` with `view` pointing at `state` for the
+/// call's length (null again after it, however it ended), and reads its
+/// result with `read`; an exception is said as [`raised`] says it.
+pub(crate) fn call_with<V: StateView, T>(
+    obj: &Py<PyAny>,
+    view: &Bound<'_, V>,
+    state: *mut V::State,
+    method: &str,
+    args: impl IntoIterator<Item = Arg>,
+    read: impl FnOnce(&Bound<'_, PyAny>) -> Result<T, String>,
+    interrupt: &std::sync::Mutex<Option<PyErr>>,
+) -> Result<T, String> {
+    let py = view.py();
+    view.borrow().slot().store(state, Ordering::SeqCst);
+    let mut items: Vec<Py<PyAny>> = vec![view.clone().into_any().unbind()];
+    items.extend(args.into_iter().map(|a| a.into_py(py)));
+    let result = PyTuple::new(py, items).and_then(|t| obj.bind(py).call_method1(method, t));
+    view.borrow().slot().store(std::ptr::null_mut(), Ordering::SeqCst);
+    match result {
+        Ok(v) => read(&v),
+        Err(e) => Err(raised(py, e, interrupt)),
+    }
+}
+
 /// What a hook's exception says, "raised ValueError('...')"; a
 /// KeyboardInterrupt or SystemExit is kept in `interrupt`, to be raised as
 /// it is when the run ends.
-pub(crate) fn raised(py: Python<'_>, e: PyErr, interrupt: &std::sync::Mutex<Option<PyErr>>) -> String {
+fn raised(py: Python<'_>, e: PyErr, interrupt: &std::sync::Mutex<Option<PyErr>>) -> String {
     let what = format!("raised {}", e.value(py).repr().map_or_else(|_| e.to_string(), |r| r.to_string()));
     let stop = e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py)
         || e.is_instance_of::<pyo3::exceptions::PySystemExit>(py);

@@ -6,11 +6,10 @@
 //! left out do what the kernel does without them. Each gets `scx`, the
 //! kfuncs and task fields as a Python object valid during that call.
 
-use crate::policy::{Arg, intern_name, raised};
+use crate::policy::{Arg, StateView, call_with, intern_name};
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 use schedlab_policies::scx::{self, Dsq, Scx, ScxCore, ScxOps};
 use schedlab_sim::{CpuId, Nanos, TaskId, TaskState, Workload};
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
@@ -21,6 +20,13 @@ use std::sync::{Arc, Mutex};
 pub struct PyScx {
     /// Set for the duration of one callback, null otherwise.
     scx: AtomicPtr<Scx<'static>>,
+}
+
+impl StateView for PyScx {
+    type State = Scx<'static>;
+    fn slot(&self) -> &AtomicPtr<Scx<'static>> {
+        &self.scx
+    }
 }
 
 impl PyScx {
@@ -258,16 +264,8 @@ impl PyScxOps {
             return None;
         }
         Python::attach(|py| {
-            let handle = self.scx.bind(py);
-            handle.borrow().scx.store((scx as *mut Scx).cast(), Ordering::SeqCst);
-            let mut items: Vec<Py<PyAny>> = vec![handle.clone().into_any().unbind()];
-            items.extend(args.into_iter().map(|a| a.into_py(py)));
-            let result = PyTuple::new(py, items).and_then(|t| self.obj.bind(py).call_method1(method, t));
-            handle.borrow().scx.store(std::ptr::null_mut(), Ordering::SeqCst);
-            let read = match result {
-                Ok(v) => read(&v),
-                Err(e) => Err(raised(py, e, &self.interrupt)),
-            };
+            let state = (scx as *mut Scx).cast();
+            let read = call_with(&self.obj, self.scx.bind(py), state, method, args, read, &self.interrupt);
             read.map_err(|what| {
                 self.failed.store(true, Ordering::Relaxed);
                 scx.fail(format!("the Python callback {method} {what}"))
