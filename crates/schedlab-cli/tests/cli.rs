@@ -869,6 +869,18 @@ fn perfetto_protos() -> bool {
     false
 }
 
+/// Whether Debian's trace-cmd runs here (CI installs it); says why a test
+/// skips when not, and fails under CI.
+fn trace_cmd() -> bool {
+    // It exits 255 on --version; that it starts is what counts.
+    if Command::new("trace-cmd").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI must run the trace.dat tests: apt install trace-cmd");
+    skip("trace-cmd is not installed (apt install trace-cmd)");
+    false
+}
+
 #[test]
 fn compare_says_which_schedulers_ignored_the_groups() {
     let out = schedlab(&["compare", "group-isolation", "--sched", "eevdf,bmq", "--duration", "200ms"]);
@@ -1092,10 +1104,7 @@ fn inputs_too_big_for_their_run_are_refused_before_reading() {
 fn a_trace_dat_reads_in_trace_cmd_as_the_run_s_ftrace_text() {
     // trace-cmd (Debian's, which CI installs) is the independent reader:
     // `trace-cmd report` decodes the file's pages with the formats in it.
-    let probe = Command::new("trace-cmd").arg("--version").output();
-    if !probe.as_ref().is_ok_and(|o| o.status.success() || !o.stdout.is_empty()) {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the trace.dat test: apt install trace-cmd");
-        skip("trace-cmd is not installed (apt install trace-cmd)");
+    if !trace_cmd() {
         return;
     }
     // Three hogs on two CPUs: switches, wakeups and the balancer's
@@ -1181,9 +1190,7 @@ fn replay_reads_a_trace_dat_recorded_by_trace_cmd_in_a_real_kernel() {
     // tools/fixtures/record-trace-dat.sh: trace-cmd 3.1 record (version 6)
     // of three spinning shells on 2 vCPUs of the eevdf-6.12 guest; replay
     // reads it through `trace-cmd report` (CI installs trace-cmd).
-    if Command::new("trace-cmd").arg("report").arg("-h").output().is_err() {
-        assert!(std::env::var_os("CI").is_none(), "CI must run the trace.dat test: apt install trace-cmd");
-        skip("trace-cmd is not installed (apt install trace-cmd)");
+    if !trace_cmd() {
         return;
     }
     let fixture = concat!(
