@@ -72,6 +72,12 @@ pub(crate) enum Command {
         common: Common,
         #[command(flatten)]
         host_opts: HostArgs,
+        /// Trace every task of the machine, not only the workload's (what
+        /// `vm` asks of its guest, a machine of its own): the placement
+        /// counts then see the kernel's own threads' wakeups. The workload's
+        /// figures are its threads' either way.
+        #[arg(long)]
+        trace_machine: bool,
     },
     /// Write the simulated schedule as a trace: ftrace text (as tracefs's
     /// `trace` file prints it), Perfetto's protobuf (CPU tracks and thread
@@ -252,7 +258,7 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     pub(crate) fn options(&self) -> schedlab_host::HostOptions {
-        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups }
+        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups, trace_machine: false }
     }
 }
 

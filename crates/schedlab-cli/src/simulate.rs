@@ -2,7 +2,7 @@
 //! overrides, choosing and checking the policies, simulating, and running
 //! the host runner.
 
-use crate::args::{Common, HostArgs, overrides};
+use crate::args::{Common, overrides};
 use anyhow::{Result, anyhow, bail};
 use rayon::prelude::*;
 use schedlab_sim::report::timeline::{Schedule, Timeline};
@@ -149,8 +149,8 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
     Ok(names)
 }
 
-pub(crate) fn run_host(w: &Workload, args: &HostArgs) -> Result<Report> {
-    let run = schedlab_host::run(w, &args.options())?;
+pub(crate) fn run_host(w: &Workload, opts: &schedlab_host::HostOptions) -> Result<Report> {
+    let run = schedlab_host::run(w, opts)?;
     for warning in &run.warnings {
         eprintln!("schedlab: host: {}", crate::for_terminal(&warning.to_string()));
     }

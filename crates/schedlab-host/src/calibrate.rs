@@ -268,18 +268,25 @@ fn thread_creation(cpu: usize, threads: u32) -> Result<(Nanos, Nanos), HostError
             pin(cpu)?;
             let mut parent = Vec::with_capacity(threads as usize);
             let mut child = Vec::with_capacity(threads as usize);
+            // As the runner does: on a stack mapped beforehand (see `stacks`).
+            let mut stack =
+                Some(crate::Stack::map().map_err(|e| HostError::Setup(format!("cannot map a stack: {e}")))?);
             for i in 0..=threads {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
                 let cpu0 = sys::thread_cpu_time();
-                let handle = std::thread::Builder::new()
-                    .stack_size(crate::TASK_STACK)
-                    .spawn(|| {
+                let thread = crate::TaskThread::spawn(
+                    stack.take().expect("each thread's stack comes back at its join"),
+                    Box::new(move || {
                         sys::set_thread_name("sl-calibrate");
                         sys::set_min_timer_slack();
-                        sys::thread_cpu_time()
-                    })
-                    .map_err(|e| HostError::Setup(format!("cannot create a thread: {e}")))?;
+                        let _ = tx.send(sys::thread_cpu_time());
+                    }),
+                )
+                .map_err(|(_, e)| HostError::Setup(format!("cannot create a thread: {e}")))?;
                 let spent = sys::thread_cpu_time() - cpu0;
-                let started = handle.join().expect("a thread that returns its clock does not panic");
+                stack = Some(thread.join());
+                let started =
+                    rx.recv().map_err(|_| HostError::Setup("a calibration thread ended without its clock".into()))?;
                 // The first thread pays for the allocator's first arena.
                 if i > 0 {
                     parent.push(spent);

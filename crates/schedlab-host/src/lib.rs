@@ -27,6 +27,7 @@ pub mod leftovers;
 mod measure;
 mod record;
 pub mod signals;
+mod stacks;
 mod sync;
 mod sys;
 mod threads;
@@ -44,6 +45,7 @@ pub use sys::now as monotonic_now;
 use measure::*;
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{Nanos, Report, Workload};
+use stacks::*;
 use std::sync::atomic::Ordering;
 use threads::*;
 
@@ -73,11 +75,17 @@ pub struct HostOptions {
     pub tracing: bool,
     /// Create the workload's cgroups when the machine permits.
     pub groups: bool,
+    /// Trace every task of the machine, not only the workload's: on a
+    /// machine of its own (a guest) the placement counts then see where
+    /// the kernel's own threads were woken (a CPU with a wakeup pending is
+    /// not idle). The workload's figures are read from its threads alone
+    /// either way.
+    pub trace_machine: bool,
 }
 
 impl Default for HostOptions {
     fn default() -> Self {
-        HostOptions { tracing: true, groups: true }
+        HostOptions { tracing: true, groups: true, trace_machine: false }
     }
 }
 
@@ -254,7 +262,12 @@ fn setup_cgroups(w: &Workload, opts: &HostOptions, warnings: &mut Vec<String>) -
 /// report says of it.
 fn setup_tracer(opts: &HostOptions, nr_cpus: usize, warnings: &mut Vec<String>) -> (Option<tracing::Tracer>, String) {
     if opts.tracing {
-        match tracing::Tracer::new(nr_cpus) {
+        match tracing::Tracer::new(nr_cpus, opts.trace_machine) {
+            Ok(t) if opts.trace_machine => (
+                Some(t),
+                "tracefs instance, every task of the machine (sched_switch, sched_wakeup, sched_migrate_task)"
+                    .to_string(),
+            ),
             Ok(t) => (Some(t), "tracefs instance (sched_switch, sched_wakeup, sched_migrate_task)".to_string()),
             Err(why) => {
                 warnings.push(format!("tracing: {why}"));

@@ -11,7 +11,6 @@ use schedlab_sim::workload::{Op, SchedPolicy};
 use schedlab_sim::{Nanos, Workload, report::Hist};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 /// Message a pipe carries to make its reader stop.
 pub(crate) const STOP: u64 = u64::MAX;
@@ -78,7 +77,8 @@ pub(crate) struct Shared {
     pub(crate) spec_instances: Vec<AtomicU32>,
     pub(crate) results: Mutex<Vec<ThreadResult>>,
     pub(crate) errors: Mutex<Vec<HostError>>,
-    pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) handles: Mutex<Vec<TaskThread>>,
+    pub(crate) stacks: StackPool,
     pub(crate) cgroups: Option<cgroup::Cgroups>,
     pub(crate) spins_per_ns: f64,
     /// Threads that may still be created (forks included) before a limit
@@ -145,17 +145,6 @@ fn sched_counts(tid: i32) -> (Option<u64>, Option<u64>) {
     (sys::task_sched_field(tid, "se.nr_migrations"), sys::task_run_delay(tid))
 }
 
-/// Touches the stack the program will use, so that no page fault (and no
-/// wait on the mmap lock behind another thread's) falls inside the run.
-#[inline(never)]
-fn prefault_stack() {
-    let mut pages = [0u8; 16 * 1024];
-    for i in (0..pages.len()).step_by(4096) {
-        pages[i] = 1;
-    }
-    std::hint::black_box(&mut pages);
-}
-
 #[inline(never)]
 pub(crate) fn spin(n: u64) {
     for i in 0..n {
@@ -192,9 +181,6 @@ pub(crate) fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) 
     Ok(())
 }
 
-/// Stack of a task thread: the programs recurse nowhere.
-pub(crate) const TASK_STACK: usize = 128 * 1024;
-
 pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Result<(), HostError> {
     if sh.thread_budget.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
         return Err(HostError::Setup(format!(
@@ -207,11 +193,16 @@ pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Resul
     let instance = sh.spec_instances[spec as usize].fetch_add(1, Ordering::SeqCst);
     let shared = Arc::clone(sh);
     let name = format!("sl-{}", sh.w.tasks[spec as usize].name);
-    let handle = std::thread::Builder::new()
-        .stack_size(TASK_STACK)
-        .spawn(move || task_thread(shared, task, spec, instance, at_barrier, name))
-        .map_err(|e| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)")))?;
-    sh.handles.lock().expect("no thread panics holding the lock").push(handle);
+    let created_failed =
+        |e: std::io::Error| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)"));
+    let stack = sh.stacks.take(&sh.handles).map_err(created_failed)?;
+    let thread =
+        TaskThread::spawn(stack, Box::new(move || task_thread(shared, task, spec, instance, at_barrier, name)))
+            .map_err(|(stack, e)| {
+                sh.stacks.put(stack);
+                created_failed(e)
+            })?;
+    sh.handles.lock().expect("no thread panics holding the lock").push(thread);
     Ok(())
 }
 
@@ -235,19 +226,15 @@ pub(crate) fn task_thread(sh: Arc<Shared>, task: u32, spec: u32, instance: u32, 
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
     }
-    // At t0 every thread released by the gate wakes at once. A first touch
-    // of a stack page then waits on the mmap lock behind any other thread's
-    // fault or allocation, and a /proc read walks paths and takes buffers
-    // from the allocator's shared arenas: with 1024 spinners on one CPU,
-    // each blocked 2-4 times in the window (muqss-5.10: 2,440 voluntary
-    // switches of 3,192, run p50 56 us). So a gated thread touches its
-    // stack and reads its starting counts before it sleeps to t0; its run
+    // At t0 every thread released by the gate wakes at once. A /proc read
+    // then walks paths and takes buffers from the allocator's shared
+    // arenas: with 1024 spinners on one CPU, each blocked 2-4 times in the
+    // window (muqss-5.10: 2,440 voluntary switches of 3,192, run p50 56
+    // us). So a gated thread reads its starting counts before it sleeps to
+    // t0 (its stack was touched when it was mapped, see `stacks`); its run
     // delay then also counts the wait from t0 to its first run, which is
     // the workload's. A forked thread starts at once, as before.
-    let early = at_barrier.then(|| {
-        prefault_stack();
-        sched_counts(tid)
-    });
+    let early = at_barrier.then(|| sched_counts(tid));
     let cpu_before_start = sys::thread_cpu_time();
     let mut rng = task_rng(sh.w.seed, task);
     // A task exists from its intended start (t0 plus its start offset; a
@@ -466,6 +453,10 @@ pub(crate) fn start_threads(
             capacity.saturating_sub(headroom)
         )));
     }
+    let forks = w.tasks.iter().any(|t| t.program.iter().any(|op| matches!(op, Op::Fork(_))));
+    let stacks_wanted = (initial.len() + if forks { FORK_RESERVE } else { 0 }).min((capacity - headroom) as usize);
+    let stacks = StackPool::with(stacks_wanted)
+        .map_err(|e| HostError::Setup(format!("cannot map {stacks_wanted} thread stacks: {e}")))?;
     let spins_per_ns = calibrate_spin();
     let controller_cpu_before_spawn = sys::thread_cpu_time();
     let controller_stat_priority = sys::stat_priority();
@@ -485,7 +476,8 @@ pub(crate) fn start_threads(
         spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
         results: Mutex::new(Vec::new()),
         errors: Mutex::new(Vec::new()),
-        handles: Mutex::new(Vec::new()),
+        handles: Mutex::new(Vec::with_capacity(initial.len())),
+        stacks,
         cgroups,
         spins_per_ns,
         thread_budget: std::sync::atomic::AtomicU64::new(capacity - headroom),
@@ -521,12 +513,12 @@ pub(crate) fn stop_threads(sh: &Shared) {
         }
     }
     loop {
-        let batch: Vec<JoinHandle<()>> = std::mem::take(&mut *sh.handles.lock().expect("lock"));
+        let batch: Vec<TaskThread> = std::mem::take(&mut *sh.handles.lock().expect("lock"));
         if batch.is_empty() {
             break;
         }
         for h in batch {
-            let _ = h.join();
+            sh.stacks.put(h.join());
         }
     }
 }

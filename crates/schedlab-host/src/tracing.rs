@@ -103,14 +103,15 @@ pub fn remove_stale() -> Vec<String> {
 }
 
 impl Tracer {
-    /// Sets up the instance (tracing still off), or says why it cannot.
-    pub fn new(nr_cpus: usize) -> Result<Tracer, String> {
+    /// Sets up the instance (tracing still off) for this process's threads,
+    /// or for every task with `whole_machine`, or says why it cannot.
+    pub fn new(nr_cpus: usize, whole_machine: bool) -> Result<Tracer, String> {
         let root = tracefs_root()?;
         let mut events = EVENTS.to_vec();
         if TIMER_EVENTS.iter().all(|e| root.join("events").join(e).is_dir()) {
             events.extend(TIMER_EVENTS);
         }
-        Tracer::with_events(nr_cpus, &events, "exact per-switch data", true)
+        Tracer::with_events(nr_cpus, &events, "exact per-switch data", !whole_machine)
     }
 
     /// Sets up the instance for `events` (sched_switch, or a path under

@@ -70,7 +70,7 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
     // The real run goes last and alone, so the simulations do not
     // compete with it for CPUs.
     if host {
-        reports.push(run_host(&w, &host_opts)?);
+        reports.push(run_host(&w, &host_opts.options())?);
         timelines.push(None);
     }
     // Guests one at a time, each with every host CPU to itself.

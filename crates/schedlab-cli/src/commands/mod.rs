@@ -46,7 +46,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
             let report = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts)?;
             print_one(&common, &report, tasks)
         }
-        Command::Host { common, host_opts } => host::run(common, host_opts),
+        Command::Host { common, host_opts, trace_machine } => host::run(common, host_opts, trace_machine),
         Command::GuestPrograms { job } => {
             let text = std::fs::read(&job)?;
             let job: schedlab_vm::programs::ProgramsJob = serde_json::from_slice(&text)?;

@@ -271,9 +271,9 @@ fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_
     for (k, v) in &common.param {
         args.extend(["--param".into(), format!("{k}={v}")]);
     }
-    if host.no_trace {
-        args.push("--no-trace".into());
-    }
+    // The guest is a machine of its own: its trace takes every task, so
+    // the placement counts see the kernel's own threads.
+    args.push(if host.no_trace { "--no-trace" } else { "--trace-machine" }.into());
     if host.no_groups {
         args.push("--no-groups".into());
     }

@@ -12,7 +12,10 @@
 //! filtered to the workload's threads shows another process only where it
 //! takes a CPU from one of them or hands one to them: a CPU it takes from
 //! the idle task counts as idle, one it leaves idle as busy, until one of
-//! the workload's threads runs there again. A wakeup of a task that has
+//! the workload's threads runs there again. A trace of the whole machine
+//! (a guest's) also shows where other tasks were woken and ran: a CPU
+//! with such a wakeup pending is not idle either, though that placement
+//! is not counted. A wakeup of a task that has
 //! not switched out since it last ran places nothing (the kernel finds it
 //! still queued) and is not counted.
 
@@ -170,6 +173,14 @@ impl DecisionCounter {
         self.pending[c] = true;
     }
 
+    /// A task outside the workload was woken onto `cpu`: it is not idle
+    /// until its next switch, whatever that placement was.
+    pub fn other_wakeup(&mut self, cpu: u32) {
+        if let Some(p) = self.pending.get_mut(cpu as usize) {
+            *p = true;
+        }
+    }
+
     /// A task moved from `from` to `to`: at a wakeup (it was asleep) that
     /// is part of the wakeup's placement; otherwise a balancing move.
     pub fn migrate(&mut self, ts: Nanos, pid: u32, to: u32) {
@@ -199,6 +210,7 @@ impl DecisionCounter {
                 SchedEventKind::Wakeup { pid, target_cpu, new, .. } if ours(*pid) => {
                     self.wakeup(ev.ts, *pid, *target_cpu, *new)
                 }
+                SchedEventKind::Wakeup { target_cpu, .. } => self.other_wakeup(*target_cpu),
                 SchedEventKind::Migrate { pid, dest_cpu, .. } if ours(*pid) => self.migrate(ev.ts, *pid, *dest_cpu),
                 _ => {}
             }
@@ -254,6 +266,31 @@ mod tests {
         assert_eq!((c.wakeups, c.wakeups_stacked, c.wakeups_moved), (2, 1, 1));
         assert_eq!((c.forks, c.forks_to_idle), (2, 1));
         assert_eq!((c.balance_moves, c.balance_to_idle), (2, 1));
+    }
+
+    #[test]
+    fn another_task_woken_onto_a_cpu_makes_it_busy_in_a_whole_machine_trace() {
+        // CPU 0 runs the workload's task 10, CPU 1 is idle. A kworker (not
+        // the workload's) is woken onto CPU 1, then task 11 onto CPU 0:
+        // CPU 1 had a wakeup pending, so 11 was not stacked beside an idle
+        // CPU. A filtered trace, which lacks the kworker's wakeup, says it
+        // was.
+        let text = "\
+ sl-a-10 [000] d..2. 1.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=sl-a next_pid=10 next_prio=120
+ sl-b-11 [001] d..2. 1.000100: sched_switch: prev_comm=sl-b prev_pid=11 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ <idle>-0 [000] dNh2. 1.000200: sched_wakeup: comm=kworker/1:1 pid=40 prio=120 target_cpu=001
+ sl-a-10 [000] d..2. 1.000300: sched_wakeup: comm=sl-b pid=11 prio=120 target_cpu=000
+";
+        let events = crate::formats::ftrace::parse(text).unwrap();
+        let stacked = |trace: &[SchedEvent]| {
+            let mut d = DecisionCounter::new(vec![Some(0); 2], 0, 2_000_000_000);
+            d.feed_trace(trace, |pid| pid == 10 || pid == 11);
+            (d.counts.wakeups, d.counts.wakeups_stacked)
+        };
+        assert_eq!(stacked(&events), (1, 0));
+        let filtered: Vec<SchedEvent> =
+            events.iter().filter(|e| !matches!(e.kind, SchedEventKind::Wakeup { pid: 40, .. })).cloned().collect();
+        assert_eq!(stacked(&filtered), (1, 1));
     }
 
     #[test]

@@ -71,7 +71,7 @@ impl Doc {
             return None;
         }
         let w = load_workload(c).ok()?;
-        match schedlab_host::run(&w, &schedlab_host::HostOptions { tracing: true, groups: true }) {
+        match schedlab_host::run(&w, &schedlab_host::HostOptions::default()) {
             Ok(run) => Some(run.report),
             Err(e) => {
                 eprintln!("schedlab: experiments: {}: the real kernel could not run it: {e}", c.workload);
