@@ -34,8 +34,9 @@ mod threads;
 pub mod tracing;
 
 pub use measure::{
-    CONTROLLER_CPU_BEFORE_SPAWN, CONTROLLER_STAT_PRIORITY, CPU_AT_GATE_P50, CPU_BEFORE_START_P50, TICKS_DELIVERED,
-    TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
+    CONTROLLER_CPU_BEFORE_SPAWN, CONTROLLER_STAT_PRIORITY, CPU_AT_GATE_P50, CPU_BEFORE_START_P50, OTHER_TASKS_CPU_PCT,
+    OTHER_TASKS_RUN_MEAN_US, OTHER_TASKS_RUNS_PER_S, TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90,
+    TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
 };
 pub use record::{Recording, record};
 pub use sys::ProcStat;
@@ -183,6 +184,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         &stat1,
         kernel.host_info("this machine", tracing_state, cgroups_state, notes),
         kernel.tunables.clone(),
+        opts.trace_machine,
     );
     warnings.extend(foreign);
     Ok(HostRun { report, warnings, removed })

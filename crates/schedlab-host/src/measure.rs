@@ -18,6 +18,11 @@ pub(crate) struct TraceFigures {
     pub(crate) rps: Vec<Hist>,
     /// Time on a CPU of each of our threads inside [t0, stop].
     pub(crate) on_cpu: HashMap<i32, Nanos>,
+    /// Runs of other tasks (not the idle task) that began inside [t0,
+    /// stop], and their time on a CPU there: all of the machine's other
+    /// work where the trace is the whole machine's.
+    pub(crate) other_runs: u64,
+    pub(crate) other_on_cpu: Nanos,
 }
 
 /// Switches, voluntary/involuntary splits, migrations and run time per
@@ -35,8 +40,11 @@ pub(crate) fn analyse_trace(
         per_tid: HashMap::new(),
         rps: vec![Hist::default(); nr_specs],
         on_cpu: HashMap::new(),
+        other_runs: 0,
+        other_on_cpu: 0,
     };
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    let mut other_running: HashMap<u32, Nanos> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     for ev in events {
         let inside = ev.ts >= t0 && ev.ts <= stop;
@@ -66,10 +74,17 @@ pub(crate) fn analyse_trace(
                         }
                     }
                 }
+                if let Some(since) = other_running.remove(&ev.cpu) {
+                    f.other_on_cpu += overlap(since, ev.ts);
+                }
                 if next_ours {
                     running.insert(ev.cpu, (next, ev.ts));
                 } else {
                     running.remove(&ev.cpu);
+                    if next != 0 {
+                        other_running.insert(ev.cpu, ev.ts);
+                        f.other_runs += u64::from(inside);
+                    }
                 }
             }
             SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
@@ -80,6 +95,9 @@ pub(crate) fn analyse_trace(
     }
     for (tid, since) in running.into_values() {
         *f.on_cpu.entry(tid).or_default() += overlap(since, stop);
+    }
+    for since in other_running.into_values() {
+        f.other_on_cpu += overlap(since, stop);
     }
     f
 }
@@ -145,6 +163,16 @@ pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 /// The extra figure of a host report that says how much CPU time a task
 /// thread used before its start, at the median (us): the runner's own
 /// start-up work, which a simulation of the workload does not have.
+/// The extra figures of a report whose trace is the whole machine's (a
+/// guest's): how often tasks outside the workload (kernel threads, the
+/// runner's controller, daemons) ran in the window, per second, for how
+/// long on average (us), and what share of the workload's CPUs they took
+/// (%): the machine's own work, which a simulation of the workload alone
+/// does not have.
+pub const OTHER_TASKS_RUNS_PER_S: &str = "other_tasks_runs_per_s";
+pub const OTHER_TASKS_RUN_MEAN_US: &str = "other_tasks_run_mean_us";
+pub const OTHER_TASKS_CPU_PCT: &str = "other_tasks_cpu_pct";
+
 pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
 
 /// The extra figure of a host report that says how much of that CPU time a
@@ -343,6 +371,7 @@ pub(crate) fn build_report(
     stat1: &[(u64, u64)],
     mut host: HostInfo,
     tunables: Vec<(String, i64)>,
+    whole_machine: bool,
 ) -> (Report, Option<String>) {
     let w = &sh.w;
     results.sort_by_key(|r| r.task);
@@ -355,6 +384,14 @@ pub(crate) fn build_report(
     let to_others_pct = figures.as_ref().map(|f| {
         let invol: u64 = f.per_tid.values().map(|e| e.1).sum();
         f.preempted_by_others as f64 * 100.0 / invol.max(1) as f64
+    });
+    let window_s = (stop - t0).max(1) as f64 / 1e9;
+    let others = figures.as_ref().filter(|_| whole_machine).map(|f| {
+        [
+            (OTHER_TASKS_RUNS_PER_S, f.other_runs as f64 / window_s),
+            (OTHER_TASKS_RUN_MEAN_US, f.other_on_cpu as f64 / f.other_runs.max(1) as f64 / 1e3),
+            (OTHER_TASKS_CPU_PCT, f.other_on_cpu as f64 / 1e7 / window_s / sh.cpu_map.len() as f64),
+        ]
     });
     let TaskRows { raw, spec_lat, switches: switches_total, migrations: migrations_total } =
         task_rows(w, &results, figures.as_ref());
@@ -404,6 +441,7 @@ pub(crate) fn build_report(
         per_cpu,
         extra: std::iter::once(("other_processes_cpu_pct", other_pct))
             .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
+            .chain(others.into_iter().flatten())
             .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
             .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
             .chain(std::iter::once((
