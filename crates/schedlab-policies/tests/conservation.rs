@@ -85,6 +85,52 @@ program = [ { run = "uniform(1ms,5ms)" }, { exit = true } ]
 }
 
 #[test]
+fn the_machines_own_tasks_take_cpu_but_stay_out_of_the_report() {
+    // Two jobs of 20 ms on one CPU beside a background task that runs 1
+    // ms in every 4 (the machine's own work, as validate adds a guest's).
+    let mut w = workload(
+        r#"
+[machine]
+cpus = 1
+[[task]]
+name = "job"
+count = 2
+program = [ { run = "20ms" }, { exit = true } ]
+[[task]]
+name = "kthread"
+program = [ { loop = "forever", body = [ { sleep = "3ms" }, { run = "1ms" } ] } ]
+"#,
+    );
+    w.tasks[1].background = true;
+    for p in POLICIES {
+        let r = run_checked(&w, p.name);
+        assert_eq!(r.tasks.len(), 2, "{}: only the jobs are in the report", p.name);
+        assert!(r.specs.iter().all(|s| s.name == "job"), "{}: {:?}", p.name, r.specs);
+        // The run ends when the jobs do, though the background task loops
+        // forever; its CPU time made them later than 40 ms.
+        let m = r.totals.makespan_ns.unwrap_or_else(|| panic!("{}: no makespan", p.name));
+        assert!(m > 45 * NSEC_PER_MSEC && m < 70 * NSEC_PER_MSEC, "{}: makespan {m}", p.name);
+        // busy + idle = time; the jobs' time, the switches' and the
+        // background's make the busy time.
+        assert_eq!(r.totals.busy_ns + r.totals.idle_ns, r.duration_ns, "{}", p.name);
+        let jobs: u64 = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
+        let overhead: u64 = r.per_cpu.iter().map(|c| c.switch_overhead_ns).sum();
+        let other = extra(&r, "other_tasks_cpu_pct").expect("the background's share") / 100.0 * r.duration_ns as f64;
+        let accounted = jobs as f64 + overhead as f64 + other;
+        assert!(
+            (accounted - r.totals.busy_ns as f64).abs() < 1000.0,
+            "{}: {accounted} of {}",
+            p.name,
+            r.totals.busy_ns
+        );
+        assert!(other > 5e6, "{}: the background ran {other} ns", p.name);
+        // Switches and migrations are the jobs' own.
+        let switches: u64 = r.tasks.iter().map(|t| t.voluntary_switches + t.involuntary_switches).sum();
+        assert_eq!(switches, r.totals.context_switches, "{}", p.name);
+    }
+}
+
+#[test]
 fn a_fork_loop_ends_at_the_task_limit_with_an_error() {
     // Children that never exit: without a bound the run grows until memory
     // runs out.

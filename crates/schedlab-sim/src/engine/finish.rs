@@ -2,6 +2,12 @@
 //! policy and pending events freed, and the task rows handed to
 //! [`crate::report::assemble`]; a run measured from a later time than its
 //! start (window.rs) reports what came after it, its times counted from it.
+//! The machine's own tasks (`TaskSpec::background`) are left out of it:
+//! they took CPUs, which the other tasks' figures show, but their switches,
+//! migrations, latencies and rows are not the workload's. Their CPU time
+//! stays in the CPUs' busy time (the simulated machine was busy) and is
+//! the figure `other_tasks_cpu_pct`, as a real run traced whole reports
+//! what the machine ran besides the workload.
 
 use super::Engine;
 use crate::policy::{TaskId, TaskState};
@@ -38,17 +44,36 @@ impl Engine<'_> {
             host: None,
             ..Report::default()
         };
+        let (mut background_switches, mut background_migrations, mut background_cpu) = (0, 0, 0);
+        for (t, (info, prog)) in self.sys.tasks.iter().zip(&self.progs).enumerate() {
+            if w.tasks[info.spec as usize].background {
+                let (exec0, s0) = base.as_ref().map(|b| b.task(t as TaskId)).unwrap_or_default();
+                let s = &prog.stats;
+                background_cpu += info.sum_exec - exec0;
+                background_switches += (s.voluntary + s.involuntary) - (s0.voluntary + s0.involuntary);
+                background_migrations += s.migrations - s0.migrations;
+            }
+        }
+        let mut head = head;
+        if w.tasks.iter().any(|t| t.background) {
+            let capacity = (stop - from).max(1) as f64 * self.sys.nr_cpus as f64;
+            head.extra.push(("other_tasks_cpu_pct".into(), background_cpu as f64 * 100.0 / capacity));
+        }
         let counts = RunCounts {
             stop: stop - from,
             finished,
-            context_switches: self.switches - base.as_ref().map_or(0, |b| b.switches),
-            migrations: self.sys.migrations - base.as_ref().map_or(0, |b| b.migrations),
+            context_switches: self.switches - base.as_ref().map_or(0, |b| b.switches) - background_switches,
+            migrations: self.sys.migrations - base.as_ref().map_or(0, |b| b.migrations) - background_migrations,
             events: self.events - base.as_ref().map_or(0, |b| b.events),
         };
         // The policy's state and the pending events are not part of the
         // report: freed before the task rows are built, they do not add to
         // the run's peak memory (with a million tasks, hundreds of MB).
-        let Engine { sys, progs, spec_lat, spec_rps, policy, queue, .. } = self;
+        let Engine { sys, progs, mut spec_lat, mut spec_rps, policy, queue, .. } = self;
+        for (spec, _) in w.tasks.iter().enumerate().filter(|(_, s)| s.background) {
+            spec_lat[spec] = Default::default();
+            spec_rps[spec] = Default::default();
+        }
         drop(policy);
         drop(queue);
         let raw: Vec<TaskRaw> = sys
@@ -58,6 +83,7 @@ impl Engine<'_> {
             .enumerate()
             // A task gone before the window opened is not in its report.
             .filter(|(_, (info, prog))| info.state != TaskState::New && prog.stats.exited.is_none_or(|e| e > from))
+            .filter(|(_, (info, _))| !w.tasks[info.spec as usize].background)
             .map(|(t, (info, prog))| {
                 let s = &prog.stats;
                 let (exec0, s0) = base.as_ref().map(|b| b.task(t as TaskId)).unwrap_or_default();

@@ -297,7 +297,9 @@ impl<'w> Engine<'w> {
         if at > self.w.duration {
             return;
         }
-        if matches!(kind, Kind::Start(_)) {
+        if let Kind::Start(t) = kind
+            && self.ends_the_run(t)
+        {
             self.pending_starts += 1;
         }
         self.queue.push(at, kind);
@@ -379,11 +381,19 @@ impl<'w> Engine<'w> {
         t
     }
 
+    /// Whether the run waits for task `t` to exit: every task but the
+    /// machine's own (`TaskSpec::background`).
+    fn ends_the_run(&self, t: TaskId) -> bool {
+        !self.w.tasks[self.sys.tasks[t as usize].spec as usize].background
+    }
+
     /// Runs the workload to its duration (or until every task exited).
     pub fn run(mut self) -> Result<Report, SimError> {
         let end = self.w.duration;
         while let Some((at, kind)) = self.queue.pop() {
-            if matches!(kind, Kind::Start(_)) {
+            if let Kind::Start(t) = kind
+                && self.ends_the_run(t)
+            {
                 self.pending_starts -= 1;
             }
             self.sys.now = at;
@@ -532,7 +542,7 @@ impl<'w> Engine<'w> {
             cpu = (0..self.sys.nr_cpus).find(|&c| self.sys.allowed(t, c)).unwrap_or(prev);
         }
         if new {
-            self.alive += 1;
+            self.alive += u64::from(self.ends_the_run(t));
             self.progs[t as usize].stats.created = now;
         } else {
             self.progs[t as usize].stats.wakeups += 1;

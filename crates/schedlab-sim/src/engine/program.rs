@@ -250,8 +250,10 @@ impl<'w> Engine<'w> {
         self.dequeue_running(cpu, t, Dequeue::Exit);
         self.sys.tasks[t as usize].state = TaskState::Exited;
         self.progs[t as usize].stats.exited = Some(self.sys.now);
-        self.alive -= 1;
-        self.last_exit = self.sys.now;
+        if self.ends_the_run(t) {
+            self.alive -= 1;
+            self.last_exit = self.sys.now;
+        }
         self.take_sent_preemptions(cpu);
         self.schedule(cpu);
     }

@@ -431,6 +431,7 @@ impl Task {
             slice: None,
             start: Dist::Const(self.first_seen.saturating_sub(t0)),
             template: false,
+            background: false,
             program,
         }
     }

@@ -88,6 +88,10 @@ pub struct DecisionCounter {
     asleep: HashMap<u32, bool>,
     from: Nanos,
     to: Nanos,
+    /// Per task spec of a simulated run, whether it is the machine's own
+    /// work (`TaskSpec::background`): counted as another process is in a
+    /// trace of the whole machine.
+    background: Vec<bool>,
     pub counts: Decisions,
 }
 
@@ -105,8 +109,15 @@ impl DecisionCounter {
             asleep: HashMap::new(),
             from,
             to,
+            background: Vec::new(),
             counts: Decisions::default(),
         }
+    }
+
+    /// A counter for a simulated run of `w`, whose background tasks are
+    /// not the workload's.
+    pub fn for_workload(llc: Vec<Option<u32>>, from: Nanos, to: Nanos, w: &crate::Workload) -> DecisionCounter {
+        DecisionCounter { background: w.tasks.iter().map(|t| t.background).collect(), ..Self::new(llc, from, to) }
     }
 
     fn idle(&self, cpu: usize) -> bool {
@@ -221,13 +232,24 @@ impl DecisionCounter {
 /// A simulated run's decisions: task t is pid t + 1, so that 0 stays the
 /// idle task.
 impl Observer for DecisionCounter {
-    fn event(&mut self, now: Nanos, _sys: &Sys, ev: TraceEvent) {
+    fn event(&mut self, now: Nanos, sys: &Sys, ev: TraceEvent) {
+        let outside = |t: u32| self.background.get(sys.tasks[t as usize].spec as usize).copied().unwrap_or(false);
+        // As feed_trace takes another process: busy where it runs, not idle
+        // where it was woken, its own placements not counted.
+        let (prev_other, next_other, task_other) = match ev {
+            TraceEvent::Switch { prev, next, .. } => (prev.is_some_and(outside), next.is_some_and(outside), false),
+            TraceEvent::Wakeup { task, .. } | TraceEvent::Migrate { task, .. } => (false, false, outside(task)),
+        };
         let pid = |t: Option<u32>| t.map_or(0, |t| t + 1);
         match ev {
             TraceEvent::Switch { cpu, prev, prev_state, next } => {
-                self.switch(cpu, pid(prev), prev_state == TaskState::Runnable, pid(next))
+                let prev = if prev_other { 0 } else { pid(prev) };
+                let next = if next_other { u32::MAX } else { pid(next) };
+                self.switch(cpu, prev, prev_state == TaskState::Runnable, next)
             }
+            TraceEvent::Wakeup { cpu, .. } if task_other => self.other_wakeup(cpu),
             TraceEvent::Wakeup { task, cpu, new } => self.wakeup(now, task + 1, cpu, new),
+            TraceEvent::Migrate { .. } if task_other => {}
             TraceEvent::Migrate { task, to, .. } => self.migrate(now, task + 1, to),
         }
     }

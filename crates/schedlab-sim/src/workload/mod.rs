@@ -184,6 +184,12 @@ pub struct TaskSpec {
     pub start: Dist,
     /// Templates are only started by `fork`.
     pub template: bool,
+    /// Work of the machine itself rather than the workload's (a guest
+    /// kernel's own threads, which validate simulates beside the workload):
+    /// its tasks take CPUs as any other, but the report leaves them out
+    /// (their rows, switches, migrations, latencies and runs per switch),
+    /// and the run has finished once every other task has exited.
+    pub background: bool,
     pub program: Vec<Op>,
 }
 

@@ -424,6 +424,7 @@ impl Ctx<'_> {
                 slice,
                 start: t.start.clone().unwrap_or(Dist::Const(0)),
                 template: t.template,
+                background: false,
                 program,
             });
         }
