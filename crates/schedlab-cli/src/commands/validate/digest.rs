@@ -78,6 +78,12 @@ pub(super) struct RunDigest {
     pub(super) cpu_at_gate_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) controller_stat_priority: Option<f64>,
+    /// Where the run traced the whole guest: how often tasks outside the
+    /// workload ran (per second) and their mean run (us).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) other_runs_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) other_run_mean_us: Option<f64>,
 }
 
 impl RunDigest {
@@ -102,6 +108,8 @@ impl RunDigest {
             controller_cpu_ms: r.extra_figure(schedlab_host::CONTROLLER_CPU_BEFORE_SPAWN),
             cpu_at_gate_us: r.extra_figure(schedlab_host::CPU_AT_GATE_P50),
             controller_stat_priority: r.extra_figure(schedlab_host::CONTROLLER_STAT_PRIORITY),
+            other_runs_per_s: r.extra_figure(schedlab_host::OTHER_TASKS_RUNS_PER_S),
+            other_run_mean_us: r.extra_figure(schedlab_host::OTHER_TASKS_RUN_MEAN_US),
         }
     }
 

@@ -68,7 +68,12 @@ pub(super) fn page(
          (`thread_cpu_before_start_p50_us`, the median of the runs) and all released together at t0, \
          counted from there; under MuQSS and Project C a forked thread holds half of its creator's slice, \
          less that time, when the run begins (runs kept without that figure, measured since 2026-11-25, \
-         are simulated with every task runnable at the start).\n\n\
+         are simulated with every task runnable at the start). Beside the workload it runs what the guest \
+         ran besides it: each guest's trace takes every task since 2026-11-27, and the kernel's threads, \
+         the runner's controller and the rest ran so many times a second for so long on average (the \
+         median of the runs, in each experiment's row); the simulation runs that on every CPU as tasks \
+         its report leaves out. The runner's threads live on stacks mapped before the run since \
+         2026-11-27: they no longer wait on the process's mmap lock when they are created or exit.\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -272,7 +277,11 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
                 }
             }
         };
-        let name = if first { format!("{} <br><small>{}</small>", row.exp.id, row.exp.what) } else { String::new() };
+        let beside = row.start.machine_work.map_or(String::new(), |m| {
+            format!("; the guest's other tasks: {:.0} runs/s of {:.0} µs", m.runs_per_s, m.run_mean as f64 / 1e3)
+        });
+        let name =
+            if first { format!("{} <br><small>{}{beside}</small>", row.exp.id, row.exp.what) } else { String::new() };
         first = false;
         let value = |x: &Option<Figure>| x.as_ref().map_or("-".to_string(), |x| show(x.kind, x.value));
         let real_text = match &real {

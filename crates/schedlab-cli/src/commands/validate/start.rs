@@ -125,6 +125,7 @@ pub(super) fn runner_start(
         slice: None,
         start: Dist::Const(0),
         template: false,
+        background: false,
         program: controller,
     });
     out.duration = t0 + w.duration;

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Moves the bands of open.toml to a new full `schedlab validate` run.
+
+After `schedlab validate --out docs` has booted every kernel again, each open
+difference must be measured where the new runs put it, and an open entry
+whose figure is no longer flagged is stale (validate fails on both). This
+rewrites the `figures = [...]` list of every entry of
+crates/schedlab-cli/src/commands/validate/open.toml from
+docs/validation-figures.json, leaving each entry's `known` text as it is:
+
+- a figure still unexplained gets the new simulated, re-simulated and real
+  values (the real one as a [low, high] range where the boots differ by
+  more than a tenth), measured by MEASURED;
+- a figure no longer unexplained is dropped, and an entry left with none
+  is removed; both are printed, so that their text can be looked at;
+- an unexplained figure that no entry names is printed, to be placed in
+  the entry whose cause it shares (or a new one) by hand.
+
+The `known` texts give the figures of the runs they were written from:
+read each entry again against the new page before committing.
+
+    python3 tools/validation/rebase-open.py "0.1.0 (abcdef012345), 2026-11-27"
+"""
+import json
+import re
+import sys
+import tomllib
+
+OPEN = "crates/schedlab-cli/src/commands/validate/open.toml"
+FIGURES = "docs/validation-figures.json"
+
+
+def band(f):
+    lo, hi = f["real_range"]
+    v = f["real"]
+    if v and (hi - lo) > abs(v) * 0.1:
+        return f"[{lo!r}, {hi!r}]"
+    return repr(float(v))
+
+
+def line(f, measured):
+    parts = [f'policy = "{f["policy"]}"', f'experiment = "{f["experiment"]}"', f'figure = "{f["figure"]}"']
+    for side in ("sim", "guest"):
+        if f.get(side) is not None:
+            parts.append(f"{side} = {float(f[side])!r}")
+    if f.get("real") is not None:
+        parts.append(f"real = {band(f)}")
+    parts.append(f'measured = "{measured}"')
+    return "    { " + ", ".join(parts) + " },"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    measured = sys.argv[1]
+    figures = {(f["policy"], f["experiment"], f["figure"]): f for f in json.load(open(FIGURES))}
+    text = open(OPEN).read()
+    entries = tomllib.loads(text)["open"]
+    blocks = list(re.finditer(r"\[\[open\]\]\nfigures = \[\n(.*?)\n\]\n", text, re.S))
+    assert len(blocks) == len(entries), f"{len(blocks)} figure lists for {len(entries)} entries"
+    named = set()
+    out, at = [], 0
+    for entry, block in zip(entries, blocks):
+        lines = []
+        for o in entry["figures"]:
+            key = (o["policy"], o["experiment"], o["figure"])
+            named.add(key)
+            f = figures.get(key)
+            if f is None or f["outcome"] != "Unexplained":
+                print(f"resolved: {' '.join(key)} ({f['outcome'] if f else 'not in the run'})")
+                continue
+            lines.append(line(f, measured))
+        out.append(text[at:block.start()])
+        if lines:
+            out.append("[[open]]\nfigures = [\n" + "\n".join(lines) + "\n]\n")
+            at = block.end()
+        else:
+            # The whole entry goes: up to the next [[open]] or the end.
+            nxt = text.find("[[open]]", block.end())
+            first_line = entry["known"].strip().split(". ")[0]
+            print(f"entry removed, nothing of it is flagged now: {first_line[:100]}...")
+            at = nxt if nxt >= 0 else len(text)
+    out.append(text[at:])
+    open(OPEN, "w").write("".join(out).rstrip("\n") + "\n")
+    for key, f in sorted(figures.items()):
+        if f["outcome"] == "Unexplained" and key not in named:
+            print("unnamed: " + line(f, measured).strip())
+
+
+if __name__ == "__main__":
+    main()
