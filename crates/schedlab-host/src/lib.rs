@@ -172,7 +172,8 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     let trace = tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, &mut notes, &mut warnings));
     drop(tracer);
 
-    let results = std::mem::take(&mut *sh.results.lock().expect("lock"));
+    let results: Vec<_> =
+        sh.results.lock().expect("lock").iter().filter_map(|slot| slot.lock().expect("lock").take()).collect();
     let (report, foreign) = build_report(
         &sh,
         results,
