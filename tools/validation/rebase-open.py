@@ -19,7 +19,10 @@ docs/validation-figures.json, leaving each entry's `known` text as it is:
 The `known` texts give the figures of the runs they were written from:
 read each entry again against the new page before committing.
 
-    python3 tools/validation/rebase-open.py "0.1.0 (abcdef012345), 2026-11-27"
+    python3 tools/validation/rebase-open.py "0.1.0 (abcdef012345), 2026-11-27" [EXPERIMENT,...]
+
+With a list of experiments (those booted again alone), only their figures
+are touched; the others' lines stay as they are, kept ones included.
 """
 import json
 import re
@@ -49,10 +52,18 @@ def line(f, measured):
     return "    { " + ", ".join(parts) + " },"
 
 
+def kept_line(text, key):
+    """The line of open.toml that names `key`, as it is."""
+    policy, experiment, figure = key
+    want = f'policy = "{policy}", experiment = "{experiment}", figure = "{figure}"'
+    return next(l for l in text.splitlines() if want in l)
+
+
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     measured = sys.argv[1]
+    only = set(sys.argv[2].split(",")) if len(sys.argv) == 3 else None
     figures = {(f["policy"], f["experiment"], f["figure"]): f for f in json.load(open(FIGURES))}
     text = open(OPEN).read()
     entries = tomllib.loads(text)["open"]
@@ -65,6 +76,9 @@ def main():
         for o in entry["figures"]:
             key = (o["policy"], o["experiment"], o["figure"])
             named.add(key)
+            if only is not None and o["experiment"] not in only:
+                lines.append(kept_line(text, key))
+                continue
             f = figures.get(key)
             if f is None or f["outcome"] != "Unexplained":
                 print(f"resolved: {' '.join(key)} ({f['outcome'] if f else 'not in the run'})")
@@ -83,6 +97,8 @@ def main():
     out.append(text[at:])
     open(OPEN, "w").write("".join(out).rstrip("\n") + "\n")
     for key, f in sorted(figures.items()):
+        if only is not None and key[1] not in only:
+            continue
         if f["outcome"] == "Unexplained" and key not in named:
             print("unnamed: " + line(f, measured).strip())
 
