@@ -104,17 +104,15 @@ const OTHERS_LIMIT: f64 = 0.25;
 /// the host's CPUs during it, or its timers fired late (the host ran its
 /// vCPUs late, which 0.18 host CPUs of others in short bursts do too).
 fn host_disturbed(real: &serde_json::Value, others: f64) -> Option<String> {
-    let late = real["extra"]
-        .as_array()
-        .and_then(|e| e.iter().find(|x| x[0] == schedlab_host::TIMER_LATE_P90).and_then(|x| x[1].as_f64()));
+    let extra =
+        |name: &str| real["extra"].as_array().and_then(|e| e.iter().find(|x| x[0] == name).and_then(|x| x[1].as_f64()));
+    let late = extra(schedlab_host::TIMER_LATE_P90);
     // A busy vCPU its host did not run for a jiffy skips the tick, and a
-    // hog's turn ends at a tick: validate boots such a run again (97%).
-    let ticks = real["extra"]
-        .as_array()
-        .and_then(|e| e.iter().find(|x| x[0] == schedlab_host::TICKS_DELIVERED).and_then(|x| x[1].as_f64()));
+    // hog's turn ends at a tick: validate boots such a run again.
+    let ticks = extra(schedlab_host::TICKS_DELIVERED);
     if others > OTHERS_LIMIT {
         Some(format!("other processes took {others:.2} host CPUs during the guest's run"))
-    } else if let Some(t) = ticks.filter(|&t| t < 97.0) {
+    } else if let Some(t) = ticks.filter(|&t| t < schedlab_host::TICKS_DELIVERED_MIN_PCT) {
         Some(format!("the guest's busy CPUs took {t:.1}% of their timer ticks"))
     } else {
         late.filter(|&l| l > schedlab_host::TIMER_LATE_P90_LIMIT_US)

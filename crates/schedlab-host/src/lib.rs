@@ -35,8 +35,8 @@ pub mod tracing;
 
 pub use measure::{
     CONTROLLER_CPU_BEFORE_SPAWN, CONTROLLER_STAT_PRIORITY, CPU_AT_GATE_P50, CPU_BEFORE_START_P50, OTHER_TASKS_CPU_PCT,
-    OTHER_TASKS_RUN_MEAN_US, OTHER_TASKS_RUNS_PER_S, TICKS_DELIVERED, TIMER_LATE_P50, TIMER_LATE_P90,
-    TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
+    OTHER_TASKS_RUN_MEAN_US, OTHER_TASKS_RUNS_PER_S, TICKS_DELIVERED, TICKS_DELIVERED_MIN_PCT, TIMER_LATE_P50,
+    TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
 };
 pub use record::{Recording, record};
 pub use sys::ProcStat;
@@ -266,12 +266,10 @@ fn setup_cgroups(w: &Workload, opts: &HostOptions, warnings: &mut Vec<String>) -
 fn setup_tracer(opts: &HostOptions, nr_cpus: usize, warnings: &mut Vec<String>) -> (Option<tracing::Tracer>, String) {
     if opts.tracing {
         match tracing::Tracer::new(nr_cpus, opts.trace_machine) {
-            Ok(t) if opts.trace_machine => (
-                Some(t),
-                "tracefs instance, every task of the machine (sched_switch, sched_wakeup, sched_migrate_task)"
-                    .to_string(),
-            ),
-            Ok(t) => (Some(t), "tracefs instance (sched_switch, sched_wakeup, sched_migrate_task)".to_string()),
+            Ok(t) => {
+                let scope = if opts.trace_machine { ", every task of the machine" } else { "" };
+                (Some(t), format!("tracefs instance{scope} (sched_switch, sched_wakeup, sched_migrate_task)"))
+            }
             Err(why) => {
                 warnings.push(format!("tracing: {why}"));
                 (None, why)

@@ -470,8 +470,7 @@ pub(crate) fn start_threads(
             capacity.saturating_sub(headroom)
         )));
     }
-    let forks = w.tasks.iter().any(|t| t.program.iter().any(|op| matches!(op, Op::Fork(_))));
-    let stacks_wanted = (initial.len() + if forks { FORK_RESERVE } else { 0 }).min((capacity - headroom) as usize);
+    let stacks_wanted = (initial.len() + if w.forks() { FORK_RESERVE } else { 0 }).min((capacity - headroom) as usize);
     let stacks = StackPool::with(stacks_wanted)
         .map_err(|e| HostError::Setup(format!("cannot map {stacks_wanted} thread stacks: {e}")))?;
     let spins_per_ns = calibrate_spin();

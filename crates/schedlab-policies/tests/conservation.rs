@@ -115,7 +115,8 @@ program = [ { loop = "forever", body = [ { sleep = "3ms" }, { run = "1ms" } ] } 
         assert_eq!(r.totals.busy_ns + r.totals.idle_ns, r.duration_ns, "{}", p.name);
         let jobs: u64 = r.tasks.iter().map(|t| t.cpu_time_ns).sum();
         let overhead: u64 = r.per_cpu.iter().map(|c| c.switch_overhead_ns).sum();
-        let other = extra(&r, "other_tasks_cpu_pct").expect("the background's share") / 100.0 * r.duration_ns as f64;
+        let other = extra(&r, schedlab_sim::report::OTHER_TASKS_CPU_PCT).expect("the background's share") / 100.0
+            * r.duration_ns as f64;
         let accounted = jobs as f64 + overhead as f64 + other;
         assert!(
             (accounted - r.totals.busy_ns as f64).abs() < 1000.0,

@@ -30,7 +30,7 @@ impl Engine<'_> {
                 switch_overhead_ns: run.overhead_at(self.sys.cpus[cpu].curr.is_some(), stop) - overhead_before,
             });
         }
-        let head = Report {
+        let mut head = Report {
             source: "simulated".into(),
             scheduler: self.policy.name().into(),
             workload: w.name.clone(),
@@ -54,10 +54,9 @@ impl Engine<'_> {
                 background_migrations += s.migrations - s0.migrations;
             }
         }
-        let mut head = head;
         if w.tasks.iter().any(|t| t.background) {
             let capacity = (stop - from).max(1) as f64 * self.sys.nr_cpus as f64;
-            head.extra.push(("other_tasks_cpu_pct".into(), background_cpu as f64 * 100.0 / capacity));
+            head.extra.push((crate::report::OTHER_TASKS_CPU_PCT.into(), background_cpu as f64 * 100.0 / capacity));
         }
         let counts = RunCounts {
             stop: stop - from,

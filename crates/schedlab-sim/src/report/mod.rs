@@ -14,6 +14,11 @@ use serde::{Deserialize, Serialize};
 /// Bumped whenever a field of the JSON report changes meaning or goes away.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The extra figure of the share of the CPUs (%) tasks outside the
+/// workload took: a simulation's background tasks, or the other tasks of a
+/// real run traced whole.
+pub const OTHER_TASKS_CPU_PCT: &str = "other_tasks_cpu_pct";
+
 /// A latency or duration histogram: HDR (2 significant digits) for
 /// percentiles, and exact power-of-two buckets as bpftrace's hist() prints.
 ///

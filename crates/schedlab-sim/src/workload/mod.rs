@@ -516,6 +516,11 @@ impl Workload {
         }
     }
 
+    /// Whether any task forks (starts a task from a template) in its program.
+    pub fn forks(&self) -> bool {
+        self.tasks.iter().any(|t| t.program.iter().any(|op| matches!(op, Op::Fork(_))))
+    }
+
     /// Number of tasks started at the beginning (templates excluded).
     pub fn initial_tasks(&self) -> u64 {
         self.tasks.iter().filter(|t| !t.template).map(|t| t.count as u64).sum()

@@ -83,7 +83,7 @@ mod tests {
         // They asked for 14% of the CPUs; behind a queue of a hundred
         // children EEVDF gives a waking task its turn, not the CPU at once,
         // so they get less, but the burst lasts longer for it.
-        let other = busy.extra_figure("other_tasks_cpu_pct").unwrap();
+        let other = busy.extra_figure(schedlab_sim::report::OTHER_TASKS_CPU_PCT).unwrap();
         assert!(other > 2.0 && other < 14.0, "the guest's tasks took {other:.1}% of the CPUs");
         let (m0, m1) = (plain.totals.makespan_ns.unwrap(), busy.totals.makespan_ns.unwrap());
         assert!(m1 as f64 > m0 as f64 * 1.01, "makespan {m0} ns alone, {m1} ns beside the guest's work");

@@ -184,7 +184,7 @@ pub(super) const HOST_OTHERS_LIMIT: f64 = 0.25;
 /// take 98.7-100% (MuQSS's halved /proc/stat 104%); a host that ran two
 /// busy loops beside a guest of pds-6.12 left it 93.7%, and 150 switches/s
 /// where the kernel makes 230.
-pub(super) const TICKS_DELIVERED_MIN: f64 = 97.0;
+pub(super) const TICKS_DELIVERED_MIN: f64 = schedlab_host::TICKS_DELIVERED_MIN_PCT;
 
 /// Host CPUs other processes must have taken for late guest timers to be
 /// put down to the host. On a quiet host (0.00-0.03 CPUs of others) a

@@ -633,11 +633,10 @@ fn simulated(
             // calls besides the thread's own start, which is all calibrate
             // measures: 70-240 us against 17-51 us), where the runs say.
             if let Some(before_start) = guest.and_then(|g| g.start.before_start)
-                && w.tasks.iter().any(|t| t.program.iter().any(|op| matches!(op, schedlab_sim::workload::Op::Fork(_))))
+                && w.forks()
             {
                 w.machine.costs.thread_start = before_start;
             }
-            let w = w;
             // The guest's own work runs beside the workload from the
             // machine's start, not forked by the runner's controller.
             let beside = |w: Workload| match guest.and_then(|g| g.start.machine_work) {
