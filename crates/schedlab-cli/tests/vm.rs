@@ -120,6 +120,26 @@ fn host_disturbed(real: &serde_json::Value, others: f64) -> Option<String> {
     }
 }
 
+/// The switches/s that validate's committed boots of `experiment` gave
+/// under `policy`'s kernel (docs/validation-runs.json), widened by the
+/// 10% validate allows a rate: the band a fresh boot of the same kernel
+/// is expected in.
+fn committed_switches(policy: &str, experiment: &str) -> (f64, f64) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/validation-runs.json");
+    let digest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let runs = digest["kernels"][policy]["runs"].as_object().unwrap();
+    let seen: Vec<f64> = runs
+        .iter()
+        .filter(|(name, _)| name.rsplit_once('-').is_some_and(|(e, n)| e == experiment && n.parse::<u32>().is_ok()))
+        .flat_map(|(_, run)| run["figures"].as_array().unwrap().iter())
+        .filter(|f| f["key"] == "switches")
+        .map(|f| f["value"].as_f64().unwrap())
+        .collect();
+    assert!(seen.len() >= 3, "{policy} {experiment}: {} boots in the digest", seen.len());
+    let (lo, hi) = seen.iter().fold((f64::MAX, 0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    (lo / 1.1, hi * 1.1)
+}
+
 fn kernel(name: &str) -> Option<PathBuf> {
     let qemu = std::env::var_os("PATH")
         .and_then(|p| std::env::split_paths(&p).find(|d| d.join("qemu-system-x86_64").is_file()));
@@ -714,10 +734,13 @@ fn bad_programs_get_one_clear_error() {
 /// sched_ext in the scx-6.12 kernel: scx_bpfland attaches, the report says
 /// it ran (its ops name and version, how it ended), and its decision
 /// differs from the kernel's own EEVDF in the same kernel: three hogs on
-/// two CPUs switch at one tick each under EEVDF (250/s, the base slice
-/// below the tick) and faster under bpfland (353-372/s in the kernels
-/// README's boots, 321/s in this test's: 1.15x is asked). A scheduler that
-/// does not exist is refused before anything boots.
+/// two CPUs switch at most once a tick under EEVDF (250/s, the base slice
+/// below the tick, less where a turn runs over two ticks) and faster under
+/// bpfland (322-338/s in validate's boots, 321/s in this test's: 1.15x is
+/// asked). EEVDF's figure is asked to be that of validate's own boots of
+/// the experiment (docs/validation-runs.json: 206-248/s with the runner
+/// that traces the whole guest) within validate's tolerance for a rate.
+/// A scheduler that does not exist is refused before anything boots.
 #[test]
 fn bpfland_attaches_in_the_scx_kernel_and_switches_faster_than_its_eevdf() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -754,12 +777,16 @@ fn bpfland_attaches_in_the_scx_kernel_and_switches_faster_than_its_eevdf() {
     assert!(notes.contains("sched_ext scheduler bpfland_1.1.4") && notes.contains("EXIT: unregistered"), "{notes}");
     let rate = |r: &serde_json::Value| r["totals"]["context_switches_per_sec"].as_f64().unwrap();
     let (e, b) = (rate(&eevdf), rate(&bpfland));
-    let agrees = (225.0..=275.0).contains(&e) && b >= 1.15 * e;
+    let (lo, hi) = committed_switches("eevdf", "smp-fairness");
+    let agrees = (lo..=hi).contains(&e) && b >= 1.15 * e;
     let disturbed = host_disturbed(&eevdf, others).or_else(|| host_disturbed(&bpfland, others));
     if let Some(why) = disturbed.filter(|_| !agrees) {
         skip(&format!("{why} (eevdf {e:.0}/s, bpfland {b:.0}/s)"));
         return;
     }
-    assert!(agrees, "switches: eevdf {e:.0}/s (250 +- 10% expected), bpfland {b:.0}/s (1.15x or more expected)");
+    assert!(
+        agrees,
+        "switches: eevdf {e:.0}/s ({lo:.0}-{hi:.0} expected), bpfland {b:.0}/s (1.15x eevdf's or more expected)"
+    );
     say("MEASURED", &format!("3 hogs on 2 CPUs: eevdf {e:.0} switches/s, bpfland {b:.0}/s"));
 }
