@@ -85,6 +85,68 @@ program = [ { run = "uniform(1ms,5ms)" }, { exit = true } ]
 }
 
 #[test]
+fn a_thread_pays_its_exit_on_its_cpu_before_it_is_gone() {
+    // Two jobs of 10 ms on one CPU, each paying 2 ms to exit (a TCG
+    // guest's thread exit is 0.1 ms; 2 ms makes it plain): the second
+    // job gets the CPU only after the first has paid, so the run ends at
+    // 24 ms, not 20, and the exits are CPU time, not work.
+    let text = |exit: &str| {
+        format!(
+            r#"
+[machine]
+cpus = 1
+costs = {{ context_switch = "0us", idle_exit = "0us", thread_exit = "{exit}" }}
+[[task]]
+name = "job"
+count = 2
+program = [ {{ run = "10ms" }}, {{ exit = true }} ]
+"#
+        )
+    };
+    for p in POLICIES {
+        let r = run_checked(&workload(&text("2ms")), p.name);
+        assert_conservation(&r);
+        assert_eq!(r.totals.makespan_ns, Some(24 * NSEC_PER_MSEC), "{}", p.name);
+        assert_eq!(r.totals.work_done_ns, 20 * NSEC_PER_MSEC, "{}: the exits did no work", p.name);
+        for t in &r.tasks {
+            assert_eq!(t.cpu_time_ns, 12 * NSEC_PER_MSEC, "{}: {} ran its work and its exit", p.name, t.name);
+        }
+        // A program that ends without an exit op pays the same.
+        let no_exit_op = text("2ms").replace(", { exit = true }", "");
+        assert!(!no_exit_op.contains("exit = true"));
+        let r = run_checked(&workload(&no_exit_op), p.name);
+        assert_eq!(r.totals.makespan_ns, Some(24 * NSEC_PER_MSEC), "{}: no exit op", p.name);
+        let r = run_checked(&workload(&text("0us")), p.name);
+        assert_eq!(r.totals.makespan_ns, Some(20 * NSEC_PER_MSEC), "{}: no exit cost", p.name);
+    }
+}
+
+#[test]
+fn a_run_stretched_by_the_machine_takes_longer_and_does_the_same_work() {
+    // Two jobs of 10 ms on one CPU with 100 us a millisecond taken from
+    // every run (a guest whose vCPU its host did not always run): each
+    // takes 11 ms of CPU for its 10 ms of work, the pair 22 ms.
+    let text = r#"
+[machine]
+cpus = 1
+costs = { context_switch = "0us", idle_exit = "0us", run_stretch = "100us" }
+[[task]]
+name = "job"
+count = 2
+program = [ { loop = 4, body = [ { run = "2500us" } ] }, { exit = true } ]
+"#;
+    for p in POLICIES {
+        let r = run_checked(&workload(text), p.name);
+        assert_conservation(&r);
+        assert_eq!(r.totals.makespan_ns, Some(22 * NSEC_PER_MSEC), "{}", p.name);
+        assert_eq!(r.totals.work_done_ns, 20 * NSEC_PER_MSEC, "{}: the stretch did no work", p.name);
+        for t in &r.tasks {
+            assert_eq!(t.cpu_time_ns, 11 * NSEC_PER_MSEC, "{}: {}", p.name, t.name);
+        }
+    }
+}
+
+#[test]
 fn the_machines_own_tasks_take_cpu_but_stay_out_of_the_report() {
     // Two jobs of 20 ms on one CPU beside a background task that runs 1
     // ms in every 4 (the machine's own work, as validate adds a guest's).

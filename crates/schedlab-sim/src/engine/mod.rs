@@ -89,6 +89,8 @@ struct Prog {
     penalty: Nanos,
     /// The clone() of the fork at `pc - 1` has been paid for.
     fork_paid: bool,
+    /// The program has ended and its thread's exit is being paid for.
+    exit_paid: bool,
     /// CPU time owed for wakeups this task sent to other, idle CPUs
     /// (wake_remote), paid before its program goes on.
     wakes_owed: Nanos,
@@ -366,6 +368,7 @@ impl<'w> Engine<'w> {
             remaining: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
             penalty: if parent.is_some() { self.w.machine.costs.thread_start } else { 0 },
             fork_paid: false,
+            exit_paid: false,
             wakes_owed: 0,
             timer_next: Vec::new(),
             sleep_epoch: 0,

@@ -29,7 +29,7 @@ impl<'w> Engine<'w> {
                 return;
             }
             let Some(op) = program.get(prog.pc as usize) else {
-                self.exit(cpu, t);
+                self.exit_op(cpu, t);
                 return;
             };
             prog.pc += 1;
@@ -40,7 +40,13 @@ impl<'w> Engine<'w> {
                     if burst == 0 {
                         continue;
                     }
-                    prog.remaining += burst;
+                    // What the machine takes from a run without a switch
+                    // is paid inside it.
+                    let stretch = (u128::from(burst) * u128::from(self.w.machine.costs.run_stretch)
+                        / u128::from(crate::time::NSEC_PER_MSEC))
+                    .min(u128::from(Nanos::MAX / 4)) as Nanos;
+                    prog.remaining += burst.saturating_add(stretch);
+                    prog.penalty += stretch;
                     prog.stats.runs_done += 1;
                     let at = now + prog.remaining;
                     let epoch = self.cpu_run[cpu as usize].epoch;
@@ -94,7 +100,8 @@ impl<'w> Engine<'w> {
                     }
                 }
                 Op::Exit => {
-                    self.exit(cpu, t);
+                    prog.pc -= 1;
+                    self.exit_op(cpu, t);
                     return;
                 }
                 Op::LoopStart { count, end } => {
@@ -244,6 +251,19 @@ impl<'w> Engine<'w> {
         }
         self.take_sent_preemptions(cpu);
         self.schedule(cpu);
+    }
+
+    /// The end of a program: the thread's exit costs CPU time on its CPU
+    /// first (the end is reached again once it is paid), then it exits.
+    fn exit_op(&mut self, cpu: CpuId, t: TaskId) {
+        let cost = self.w.machine.costs.thread_exit;
+        let prog = &mut self.progs[t as usize];
+        if cost > 0 && !prog.exit_paid {
+            prog.exit_paid = true;
+            self.run_cost(cpu, t, cost);
+            return;
+        }
+        self.exit(cpu, t);
     }
 
     pub(super) fn exit(&mut self, cpu: CpuId, t: TaskId) {

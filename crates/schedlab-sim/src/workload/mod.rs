@@ -295,6 +295,15 @@ pub struct Costs {
     /// CPU time a new task spends before the first step of its program
     /// (the thread library's start-up, the first touch of its stack).
     pub thread_start: Nanos,
+    /// CPU time a task spends after the last step of its program before it
+    /// leaves its CPU for good (the thread library's exit, the kernel's
+    /// do_exit): paid on the task's CPU before it exits.
+    pub thread_exit: Nanos,
+    /// CPU time a run op takes beyond its work, per millisecond of it: what
+    /// a machine charges a running task without a switch (interrupts; in a
+    /// virtual machine, a vCPU its host did not run), which its CPU clock
+    /// and its scheduler count as its run time.
+    pub run_stretch: Nanos,
     /// CPU time charged to a task for each timed sleep it wakes from: the
     /// clock_nanosleep() call and the return from the timer's wakeup.
     pub timer_wakeup: Nanos,
@@ -317,6 +326,8 @@ pub const COST_NAMES: &[&str] = &[
     "syscall",
     "fork",
     "thread_start",
+    "thread_exit",
+    "run_stretch",
     "timer_wakeup",
     "timer_latency",
     "tick_jitter",
@@ -333,6 +344,8 @@ impl Costs {
             "syscall" => &mut self.syscall,
             "fork" => &mut self.fork,
             "thread_start" => &mut self.thread_start,
+            "thread_exit" => &mut self.thread_exit,
+            "run_stretch" => &mut self.run_stretch,
             "timer_wakeup" => &mut self.timer_wakeup,
             "timer_latency" => &mut self.timer_latency,
             "tick_jitter" => &mut self.tick_jitter,
@@ -348,6 +361,14 @@ impl Costs {
         }
         *slot = value;
         Ok(())
+    }
+
+    /// The run op that takes `measured` of CPU time once `run_stretch` is
+    /// added to it: for a CPU time read on a clock that already holds what
+    /// the machine took from the run (a real thread's CPU clock, a trace).
+    pub fn unstretched(&self, measured: Nanos) -> Nanos {
+        let ms = u128::from(crate::time::NSEC_PER_MSEC);
+        (u128::from(measured) * ms / (ms + u128::from(self.run_stretch))) as Nanos
     }
 
     /// The command line's costs over these.
@@ -374,6 +395,8 @@ impl Default for Costs {
             // not charged unless measured (`schedlab calibrate`).
             fork: 0,
             thread_start: 0,
+            thread_exit: 0,
+            run_stretch: 0,
             timer_wakeup: 0,
             timer_latency: 0,
             tick_jitter: 4 * NSEC_PER_USEC,
