@@ -78,6 +78,15 @@ pub(crate) enum Command {
         /// figures are its threads' either way.
         #[arg(long)]
         trace_machine: bool,
+        /// Keep the run's trace in FILE: tracefs text of every event the
+        /// run recorded (for `schedlab replay`, trace-cmd's tools and
+        /// Perfetto).
+        #[arg(long, value_name = "FILE")]
+        trace_out: Option<std::path::PathBuf>,
+        /// Inside a guest: print the report and the trace as one JSON
+        /// object, {"report": ..., "trace": "..."}, for `vm --trace-out`.
+        #[arg(long, hide = true)]
+        with_trace: bool,
     },
     /// Write the simulated schedule as a trace: ftrace text (as tracefs's
     /// `trace` file prints it), Perfetto's protobuf (CPU tracks and thread
@@ -258,7 +267,7 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     pub(crate) fn options(&self) -> schedlab_host::HostOptions {
-        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups, trace_machine: false }
+        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups, ..Default::default() }
     }
 }
 
@@ -285,8 +294,8 @@ pub(crate) struct Common {
     pub(crate) param: Vec<(String, i64)>,
     /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
     /// calibrate` measures them): context_switch, migration, idle_exit,
-    /// wake_remote, syscall, fork, thread_start, timer_wakeup,
-    /// timer_latency, tick_jitter.
+    /// wake_remote, syscall, fork, thread_start, thread_exit, run_stretch
+    /// (per ms of a run), timer_wakeup, timer_latency, tick_jitter.
     #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
     pub(crate) cost: Vec<(String, u64)>,
     /// How long the simulated kernel has been up when the workload starts,

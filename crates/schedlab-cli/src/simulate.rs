@@ -150,9 +150,15 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
 }
 
 pub(crate) fn run_host(w: &Workload, opts: &schedlab_host::HostOptions) -> Result<Report> {
+    Ok(run_host_traced(w, opts)?.0)
+}
+
+/// `run_host`, with the run's trace text when `opts.keep_trace` asked for
+/// it and tracing was on.
+pub(crate) fn run_host_traced(w: &Workload, opts: &schedlab_host::HostOptions) -> Result<(Report, Option<String>)> {
     let run = schedlab_host::run(w, opts)?;
     for warning in &run.warnings {
         eprintln!("schedlab: host: {}", crate::for_terminal(&warning.to_string()));
     }
-    Ok(run.report)
+    Ok((run.report, run.trace))
 }

@@ -927,6 +927,47 @@ fn a_tunable_can_be_set_for_one_scheduler_of_a_compare() {
 }
 
 #[test]
+fn host_keeps_its_trace_where_trace_out_says_and_counts_run_delay_from_it() {
+    if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
+        skip("tracefs is not mounted");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("host.trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["host", "sleeper-hog", "--duration", "300ms", "--no-groups", "--json", "--trace-out"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("run as root") {
+        skip(&err);
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The report's switches were counted from the trace kept: it holds
+    // every one of them.
+    let trace = std::fs::read_to_string(&out_file).unwrap();
+    let ours = trace.lines().filter(|l| l.contains("sched_switch: prev_comm=sl-")).count() as u64;
+    let switches = r["totals"]["context_switches"].as_u64().unwrap();
+    assert!(ours >= switches && switches > 0, "{ours} of the workload's switches in the trace, {switches} reported");
+    // The sleeper and the hog share one CPU: the hog waits while the
+    // sleeper runs, which the trace counts as its run delay.
+    assert!(r["absent"].as_array().unwrap().iter().all(|a| !a.as_str().unwrap().contains("run_delay")), "{r}");
+    let hog = r["tasks"].as_array().unwrap().iter().find(|t| t["name"] == "hog").unwrap();
+    assert!(hog["run_delay_ns"].as_u64().unwrap() > 0, "{hog}");
+    // --no-trace and --trace-out contradict each other.
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["host", "sleeper-hog", "--no-trace", "--trace-out"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("drop one"), "{err}");
+}
+
+#[test]
 fn a_run_in_another_pid_namespace_does_not_claim_a_trace_it_could_not_read() {
     if !std::fs::read_to_string("/proc/mounts").unwrap_or_default().contains(" tracefs ") {
         skip("tracefs is not mounted");

@@ -224,10 +224,38 @@ fn eevdf_kernel_switches_at_every_tick_in_the_guest() {
     if !host_is_quiet() {
         return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let trace_out = dir.path().join("guest.trace");
     let (out, others) = others_during(|| {
-        vm_output(&["vm", "thread-test", "--param", "threads=16", "--duration", "2s", "--accel", "tcg", "--json"], &k)
+        vm_output(
+            &[
+                "vm",
+                "thread-test",
+                "--param",
+                "threads=16",
+                "--duration",
+                "2s",
+                "--accel",
+                "tcg",
+                "--json",
+                "--trace-out",
+                trace_out.to_str().unwrap(),
+            ],
+            &k,
+        )
     });
     let r = json(&out);
+    // The guest's trace of every task came back: the report's switches
+    // are counted from it, inside the run's window, so it holds at least
+    // as many of the spinners' switches.
+    let trace = std::fs::read_to_string(&trace_out).unwrap();
+    let spinner_switches = trace.lines().filter(|l| l.contains("sched_switch: prev_comm=sl-spinner")).count();
+    let switches = r["totals"]["context_switches"].as_u64().unwrap();
+    assert!(
+        spinner_switches as u64 >= switches && switches > 0,
+        "{spinner_switches} in the trace, {switches} reported"
+    );
+    assert!(trace.contains("prev_comm=kworker") || trace.contains("prev_comm=rcu"), "the kernel's own threads too");
     assert_eq!(r["source"], "vm");
     assert_eq!(r["scheduler"], "eevdf-6.12 (vm)");
     let host = &r["host"];
@@ -711,13 +739,15 @@ fn bad_programs_get_one_clear_error() {
     std::fs::write(&data, "x").unwrap();
     let (script, data) = (script.to_str().unwrap(), data.to_str().unwrap());
     let kernel = "/nonexistent/bzImage";
-    let cases: [(Vec<&str>, &str); 8] = [
+    let cases: [(Vec<&str>, &str); 10] = [
         (vec!["vm", "--kernel", kernel, "--", "no-such-program-schedlab"], "is not on PATH"),
         (vec!["vm", "--kernel", kernel, "--", script], "is a script for /opt/no/python9, which this machine lacks"),
         (vec!["vm", "--kernel", kernel, "--", data], "is not executable"),
         (vec!["vm", "--kernel", kernel, "--include", "/no/such/dir", "--", "ls"], "--include /no/such/dir"),
         (vec!["vm", "--kernel", kernel, "--duration", "2s", "--", "ls"], "a real program runs as it is"),
         (vec!["vm", "--kernel", kernel, "thread-test", "--", "ls"], "not both"),
+        (vec!["vm", "--kernel", kernel, "thread-test", "--include", "/tmp"], "a workload's threads read none"),
+        (vec!["vm", "--kernel", kernel, "thread-test", "--no-trace", "--trace-out", "x"], "drop one"),
         (vec!["vm", "--kernel", kernel], "give a workload"),
         (vec!["compare", "--", "ls"], "a real program runs in real kernels"),
     ];

@@ -34,9 +34,9 @@ mod threads;
 pub mod tracing;
 
 pub use measure::{
-    CONTROLLER_CPU_BEFORE_SPAWN, CONTROLLER_STAT_PRIORITY, CPU_AT_GATE_P50, CPU_BEFORE_START_P50, OTHER_TASKS_CPU_PCT,
-    OTHER_TASKS_RUN_MEAN_US, OTHER_TASKS_RUNS_PER_S, TICKS_DELIVERED, TICKS_DELIVERED_MIN_PCT, TIMER_LATE_P50,
-    TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
+    CONTROLLER_CPU_BEFORE_SPAWN, CONTROLLER_STAT_PRIORITY, CPU_AT_GATE_P50, CPU_BEFORE_START_P50, CPU_BEYOND_WORK_PCT,
+    FORK_CPU_US, OTHER_TASKS_CPU_PCT, OTHER_TASKS_RUN_MEAN_US, OTHER_TASKS_RUNS_PER_S, THREAD_EXIT_P50,
+    TICKS_DELIVERED, TICKS_DELIVERED_MIN_PCT, TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, UPTIME_AT_START,
 };
 pub use record::{Recording, record};
 pub use sys::ProcStat;
@@ -82,11 +82,14 @@ pub struct HostOptions {
     /// not idle). The workload's figures are read from its threads alone
     /// either way.
     pub trace_machine: bool,
+    /// Return the trace as tracefs printed it (`HostRun::trace`), for
+    /// `--trace-out`.
+    pub keep_trace: bool,
 }
 
 impl Default for HostOptions {
     fn default() -> Self {
-        HostOptions { tracing: true, groups: true, trace_machine: false }
+        HostOptions { tracing: true, groups: true, trace_machine: false, keep_trace: false }
     }
 }
 
@@ -97,6 +100,10 @@ pub struct HostRun {
     /// What killed runs had left and this one removed first (said on
     /// stderr when it was removed: see `leftovers::sweep`).
     pub removed: Vec<String>,
+    /// The run's trace as tracefs printed it (every event of the instance,
+    /// from before t0 to the end), when `HostOptions::keep_trace` asked
+    /// for it and tracing was on.
+    pub trace: Option<String>,
 }
 
 /// Runs the workload on this machine for its duration (or until a stop
@@ -136,7 +143,10 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
 
     let (cgroups, cgroups_state) = setup_cgroups(w, opts, &mut warnings);
     let (tracer, tracing_state) = setup_tracer(opts, allowed.len(), &mut warnings);
-    let (sh, spawned) = start_threads(w, cpu_map, cgroups)?;
+    // In another PID namespace the trace cannot name the threads (tracefs
+    // prints the kernel's PIDs): they read their counts from /proc there.
+    let traced = tracer.is_some() && signals::in_initial_pid_namespace();
+    let (sh, spawned) = start_threads(w, cpu_map, cgroups, traced)?;
     // The controller (this thread) ends the run: as an ordinary task among
     // thousands of runnable ones it would wake seconds late, and the run
     // with it. It only sleeps and keeps books, so it runs SCHED_FIFO,
@@ -169,7 +179,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         }
         notes.push(format!("interrupted by {} after {:.3} s", signals::name(sig), (stop - t0) as f64 / 1e9));
     }
-    let trace = tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, &mut notes, &mut warnings));
+    let mut trace =
+        tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, opts.keep_trace, &mut notes, &mut warnings));
+    let trace_text = trace.as_mut().and_then(|c| c.text.take());
     drop(tracer);
 
     let results: Vec<_> =
@@ -188,7 +200,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         opts.trace_machine,
     );
     warnings.extend(foreign);
-    Ok(HostRun { report, warnings, removed })
+    Ok(HostRun { report, warnings, removed, trace: trace_text })
 }
 
 /// The measured window of a run: from t0 to its end (or the last task's
@@ -286,10 +298,11 @@ fn collect_trace(
     t: &tracing::Tracer,
     t0: Nanos,
     stop: Nanos,
+    keep_text: bool,
     notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Option<tracing::Collected> {
-    match t.collect(t0, stop) {
+    match t.collect(t0, stop, keep_text) {
         Ok(c) => {
             if c.overrun > 0 {
                 notes.push(format!("the trace buffers dropped {} events: switch figures are partial", c.overrun));

@@ -18,6 +18,13 @@ pub(crate) struct TraceFigures {
     pub(crate) rps: Vec<Hist>,
     /// Time on a CPU of each of our threads inside [t0, stop].
     pub(crate) on_cpu: HashMap<i32, Nanos>,
+    /// Time each of our threads was runnable and not running inside [t0,
+    /// stop], as schedstat's run_delay counts it: from its wakeup (a
+    /// forked one's sched_wakeup_new) or its preemption to its next run.
+    pub(crate) run_delay: HashMap<i32, Nanos>,
+    /// Of each of our threads that exited (switched out as a dead task),
+    /// its time on a CPU after its program ended (`ended`): its exit.
+    pub(crate) exit_cpu: HashMap<i32, Nanos>,
     /// Runs of other tasks (not the idle task) that began inside [t0,
     /// stop], and their time on a CPU there: all of the machine's other
     /// work where the trace is the whole machine's.
@@ -33,6 +40,7 @@ pub(crate) fn analyse_trace(
     nr_specs: usize,
     t0: Nanos,
     stop: Nanos,
+    ended: &HashMap<i32, Nanos>,
 ) -> TraceFigures {
     let mut f = TraceFigures {
         switches: 0,
@@ -40,10 +48,14 @@ pub(crate) fn analyse_trace(
         per_tid: HashMap::new(),
         rps: vec![Hist::default(); nr_specs],
         on_cpu: HashMap::new(),
+        run_delay: HashMap::new(),
+        exit_cpu: HashMap::new(),
         other_runs: 0,
         other_on_cpu: 0,
     };
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    let mut runnable_since: HashMap<i32, Nanos> = HashMap::new();
+    let mut after_end: HashMap<i32, Nanos> = HashMap::new();
     let mut other_running: HashMap<u32, Nanos> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     for ev in events {
@@ -57,9 +69,17 @@ pub(crate) fn analyse_trace(
                         && tid == prev
                     {
                         *f.on_cpu.entry(tid).or_default() += overlap(since, ev.ts);
+                        if let Some(&end) = ended.get(&tid) {
+                            *after_end.entry(tid).or_default() += ev.ts.saturating_sub(since.max(end));
+                        }
                         if inside {
                             f.rps[spec as usize].record(ev.ts - since.max(t0));
                         }
+                    }
+                    if prev_state.starts_with('R') {
+                        runnable_since.insert(prev, ev.ts);
+                    } else if prev_state.starts_with('X') || prev_state.starts_with('Z') {
+                        f.exit_cpu.insert(prev, after_end.get(&prev).copied().unwrap_or(0));
                     }
                     if inside {
                         f.switches += 1;
@@ -79,6 +99,9 @@ pub(crate) fn analyse_trace(
                 }
                 if next_ours {
                     running.insert(ev.cpu, (next, ev.ts));
+                    if let Some(since) = runnable_since.remove(&next) {
+                        *f.run_delay.entry(next).or_default() += overlap(since, ev.ts);
+                    }
                 } else {
                     running.remove(&ev.cpu);
                     if next != 0 {
@@ -90,11 +113,22 @@ pub(crate) fn analyse_trace(
             SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
                 f.per_tid.entry(*pid as i32).or_default().2 += 1;
             }
+            // A wakeup of a task already runnable (or running) changes
+            // nothing: its wait began at the earlier one.
+            SchedEventKind::Wakeup { pid, .. } if spec_of.contains_key(&(*pid as i32)) => {
+                let tid = *pid as i32;
+                if !running.values().any(|&(t, _)| t == tid) {
+                    runnable_since.entry(tid).or_insert(ev.ts);
+                }
+            }
             _ => {}
         }
     }
     for (tid, since) in running.into_values() {
         *f.on_cpu.entry(tid).or_default() += overlap(since, stop);
+    }
+    for (tid, since) in runnable_since {
+        *f.run_delay.entry(tid).or_default() += overlap(since, stop);
     }
     for since in other_running.into_values() {
         f.other_on_cpu += overlap(since, stop);
@@ -182,6 +216,62 @@ pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
 /// opened.
 pub const CPU_AT_GATE_P50: &str = "thread_cpu_at_gate_p50_us";
 
+/// The extra figure of a host report that says how much time on a CPU a
+/// task thread took from the end of its program to leaving its CPU for
+/// good (its result kept, the thread library's exit, the kernel's
+/// do_exit), at the median over the threads that ended in the run (us,
+/// from the trace; time it waited runnable in between is not counted): a
+/// finite workload's threads pay it inside the run, and a simulation
+/// charges it as `thread_exit`.
+pub const THREAD_EXIT_P50: &str = "thread_exit_p50_us";
+
+/// The extra figure of a host report that says how much more CPU time, in
+/// percent, the threads whose programs only run (hogs, spinners,
+/// fork-burst's children) had on their CPU clocks than their run ops spun
+/// for: time the kernel charged to them while they did not run their
+/// loop, without a switch (interrupts longer than the spin's preemption
+/// gap; in a guest, a vCPU its host did not run). A simulation charges it
+/// as `run_stretch`. Absent under MuQSS, whose thread CPU clocks run fast
+/// (niffies), and where no such thread ran.
+pub const CPU_BEYOND_WORK_PCT: &str = "cpu_beyond_work_pct";
+
+/// The extra figure of a host report that says how much CPU time a thread
+/// that forks (and otherwise only runs) spent per fork, beyond its run
+/// ops stretched as `cpu_beyond_work_pct` says (us, the median of such
+/// threads): the runner's clone(), its new stack and books, and the
+/// kernel's placement of the new thread, as a simulation's `fork` cost.
+pub const FORK_CPU_US: &str = "fork_cpu_us";
+
+/// Whether a program only runs (run ops in loops, an exit), and forks
+/// where `forks` allows: its thread's CPU clock is its work and forks.
+fn only_runs(program: &[schedlab_sim::workload::Op], forks: bool) -> bool {
+    use schedlab_sim::workload::Op;
+    program.iter().all(|op| match op {
+        Op::Run(_) | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit => true,
+        Op::Fork(_) => forks,
+        _ => false,
+    })
+}
+
+/// `CPU_BEYOND_WORK_PCT` (as a fraction) and `FORK_CPU_US` (in ns) of a
+/// run's threads.
+fn beyond_work(w: &Workload, results: &[ThreadResult]) -> (Option<f64>, Option<Nanos>) {
+    let program = |r: &ThreadResult| &w.tasks[r.spec as usize].program[..];
+    let runners: Vec<&ThreadResult> =
+        results.iter().filter(|r| r.burnt > 0 && r.forks == 0 && only_runs(program(r), false)).collect();
+    let burnt: Nanos = runners.iter().map(|r| r.burnt).sum();
+    let beyond = (burnt > 0).then(|| runners.iter().map(|r| r.cpu_time).sum::<Nanos>() as f64 / burnt as f64 - 1.0);
+    let per_fork: Vec<Nanos> = results
+        .iter()
+        .filter(|r| r.forks > 0 && only_runs(program(r), true))
+        .map(|r| {
+            let runs = r.burnt as f64 * (1.0 + beyond.unwrap_or(0.0));
+            ((r.cpu_time as f64 - runs).max(0.0) / r.forks as f64) as Nanos
+        })
+        .collect();
+    (beyond, (!per_fork.is_empty()).then(|| crate::calibrate::median(per_fork)))
+}
+
 /// The extra figures of a host report that say how much CPU time the
 /// runner's controller had used when it began creating the task threads
 /// (ms), and its priority as /proc gave it then (task_prio(): 20 + nice on
@@ -255,12 +345,12 @@ pub(crate) fn task_rows(w: &Workload, results: &[ThreadResult], figures: Option<
     for r in results {
         spec_lat[r.spec as usize].merge(&r.lat);
         let spec = &w.tasks[r.spec as usize];
-        let (vol, invol, mig) = match figures {
+        let (vol, invol, mig, delay) = match figures {
             Some(f) => {
                 let e = f.per_tid.get(&r.tid).copied().unwrap_or_default();
-                (e.0, e.1, e.2)
+                (e.0, e.1, e.2, f.run_delay.get(&r.tid).copied().unwrap_or(0))
             }
-            None => (r.voluntary, r.involuntary, r.migrations.unwrap_or(0)),
+            None => (r.voluntary, r.involuntary, r.migrations.unwrap_or(0), r.run_delay.unwrap_or(0)),
         };
         switches_total += vol + invol;
         migrations_total += mig;
@@ -270,7 +360,7 @@ pub(crate) fn task_rows(w: &Workload, results: &[ThreadResult], figures: Option<
             cpu_time: r.cpu_time,
             created: r.created,
             exited: r.exited,
-            run_delay: r.run_delay.unwrap_or(0),
+            run_delay: delay,
             wakeups: r.wakeups,
             lat_sum: r.lat_sum,
             lat_max: r.lat_max,
@@ -297,7 +387,8 @@ fn trace_figures(
 ) -> Option<TraceFigures> {
     let w = &sh.w;
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
-    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop));
+    let ended: HashMap<i32, Nanos> = results.iter().filter_map(|r| Some((r.tid, t0 + r.exited?))).collect();
+    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop, &ended));
     if let Some(events) = trace {
         // The LLC of each host CPU the workload runs on.
         let mut llc = vec![None; sh.cpu_map.iter().max().map_or(0, |&c| c + 1)];
@@ -392,7 +483,7 @@ pub(crate) fn build_report(
     if figures.is_none() && results.iter().any(|r| r.migrations.is_none()) {
         absent.push("migrations (needs tracefs or CONFIG_SCHED_DEBUG's /proc/PID/sched)".to_string());
     }
-    if results.iter().any(|r| r.run_delay.is_none()) {
+    if figures.is_none() && results.iter().any(|r| r.run_delay.is_none()) {
         absent.push("run_delay (needs CONFIG_SCHED_INFO's /proc/PID/schedstat)".to_string());
     }
     let finished = !results.is_empty() && results.iter().all(|r| r.exited.is_some());
@@ -423,6 +514,11 @@ pub(crate) fn build_report(
     });
     host.notes.extend(foreign.clone());
     let ticks_pct = ticks_delivered_pct(&sh.cpu_map, stat0, stat1, stop - t0, stat_count);
+    let exits: Vec<Nanos> = figures.as_ref().map_or_else(Vec::new, |f| {
+        results.iter().filter(|r| r.exited.is_some()).filter_map(|r| f.exit_cpu.get(&r.tid).copied()).collect()
+    });
+    let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
+    let (beyond, fork_cpu) = if sys::is_muqss() { (None, None) } else { beyond_work(w, &results) };
     timing_notes(&mut host, ticks_pct, timers);
     let counts = RunCounts {
         stop: duration,
@@ -453,6 +549,9 @@ pub(crate) fn build_report(
                 CPU_AT_GATE_P50,
                 crate::calibrate::median(results.iter().map(|r| r.cpu_at_gate).collect()) as f64 / 1e3,
             )))
+            .chain(exit_p50.map(|e| (THREAD_EXIT_P50, e as f64 / 1e3)))
+            .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
+            .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
             .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
             .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
             .chain(
@@ -474,6 +573,97 @@ pub(crate) fn build_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_trace_gives_each_threads_run_delay_and_exit() {
+        // On one CPU: thread 10 runs; 11 is forked at 1.000 s and first
+        // runs at 1.002 (2 ms of delay) when 10 is preempted, exits at
+        // 1.003, and 10 runs again (1 ms); 10 sleeps at 1.004, is woken
+        // at 1.005 (and again, which changes nothing) and runs at 1.006;
+        // a wakeup while it runs adds nothing either.
+        let sw = |ts: &str, prev: u32, state: &str, next: u32| {
+            format!(
+                " x-{prev} [000] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
+                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
+            )
+        };
+        let wake = |ts: &str, pid: u32, new: &str| {
+            format!(" x-1 [000] d.... {ts}: sched_wakeup{new}: comm=x pid={pid} prio=120 target_cpu=000\n")
+        };
+        let text = [
+            sw("0.999000", 0, "R", 10),
+            wake("1.000000", 11, "_new"),
+            sw("1.002000", 10, "R", 11),
+            sw("1.003000", 11, "X", 10),
+            sw("1.004000", 10, "S", 0),
+            wake("1.005000", 10, ""),
+            wake("1.005500", 10, ""),
+            sw("1.006000", 0, "R", 10),
+            wake("1.006500", 10, ""),
+            sw("1.007000", 10, "S", 0),
+        ]
+        .concat();
+        let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
+        let spec_of = HashMap::from([(10, 0), (11, 0)]);
+        // 11's program ended at 1.0026 s: its exit took 0.4 ms of CPU.
+        let ended = HashMap::from([(11, 1_002_600_000)]);
+        let f = analyse_trace(&events, &spec_of, 1, 1_000_000_000, 1_010_000_000, &ended);
+        assert_eq!(f.run_delay.get(&11), Some(&2_000_000));
+        assert_eq!(f.run_delay.get(&10), Some(&2_000_000));
+        assert_eq!(f.exit_cpu.get(&11), Some(&400_000));
+        assert_eq!(f.exit_cpu.get(&10), None);
+        // A window that starts inside a wait counts only its part.
+        let f = analyse_trace(&events, &spec_of, 1, 1_001_500_000, 1_010_000_000, &ended);
+        assert_eq!(f.run_delay.get(&11), Some(&500_000));
+    }
+
+    #[test]
+    fn cpu_beyond_work_is_read_from_threads_that_only_run_and_forks_from_forkers() {
+        let w = Workload::from_toml(
+            r#"
+[[task]]
+name = "hog"
+program = [ { loop = "forever", body = [ { run = "10ms" } ] } ]
+[[task]]
+name = "parent"
+program = [ { loop = 200, body = [ { run = "50us" }, { fork = "child" } ] } ]
+[[task]]
+name = "child"
+template = true
+program = [ { run = "4ms" }, { exit = true } ]
+[[task]]
+name = "sleeper"
+program = [ { loop = "forever", body = [ { run = "1ms" }, { sleep = "1ms" } ] } ]
+"#,
+            "t.toml",
+            &Default::default(),
+        )
+        .unwrap();
+        let ms = 1_000_000;
+        let thread = |spec: u32, burnt: Nanos, cpu_time: Nanos, forks: u64| ThreadResult {
+            spec,
+            burnt,
+            cpu_time,
+            forks,
+            ..ThreadResult::default()
+        };
+        // The hog and a child had 10% more on their clocks than they spun
+        // for; the sleeper's clock also holds its sleeps' system calls,
+        // and is left out; the parent spun 10 ms and spent 300 us a fork.
+        let results = [
+            thread(0, 100 * ms, 110 * ms, 0),
+            thread(2, 4 * ms, 4_400_000, 0),
+            thread(3, 50 * ms, 80 * ms, 0),
+            thread(1, 10 * ms, 11 * ms + 200 * 300_000, 200),
+        ];
+        let (beyond, fork) = beyond_work(&w, &results);
+        assert!((beyond.unwrap() - 0.10).abs() < 1e-9, "{beyond:?}");
+        assert_eq!(fork, Some(300_000));
+        // Without threads that only run, neither is known but the fork.
+        let (beyond, fork) = beyond_work(&w, &results[2..]);
+        assert_eq!(beyond, None);
+        assert_eq!(fork, Some((11 * ms + 200 * 300_000 - 10 * ms) / 200));
+    }
 
     #[test]
     fn lost_ticks_show_as_busy_time_not_counted() {

@@ -97,6 +97,11 @@ pub fn pid_namespace() -> u64 {
     std::fs::metadata("/proc/self/ns/pid").map_or(INIT_PID_NS, |m| m.ino())
 }
 
+/// Whether this process sees the kernel's own PIDs, which tracefs prints.
+pub fn in_initial_pid_namespace() -> bool {
+    pid_namespace() == INIT_PID_NS
+}
+
 /// What names this run's cgroups, tracefs instance and temporary
 /// directories: its PID and its PID namespace (`1234-ns4026531836`). A PID
 /// alone is another process's in another namespace (containers run CI):

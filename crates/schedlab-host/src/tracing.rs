@@ -164,9 +164,15 @@ impl Tracer {
 
     /// The recorded events, how many the ring buffers dropped, and how
     /// late the hrtimers that expired in [from, to] fired.
-    pub fn collect(&self, from: Nanos, to: Nanos) -> Result<Collected, String> {
+    /// With `keep_text`, the trace as tracefs printed it too.
+    pub fn collect(&self, from: Nanos, to: Nanos, keep_text: bool) -> Result<Collected, String> {
         let (text, overrun) = self.text()?;
-        Ok(Collected { events: ftrace::parse(&text)?, overrun, timers: timer_lateness(&text, from, to) })
+        Ok(Collected {
+            events: ftrace::parse(&text)?,
+            overrun,
+            timers: timer_lateness(&text, from, to),
+            text: keep_text.then_some(text),
+        })
     }
 
     /// The trace as tracefs prints it, and how many events were dropped.
@@ -198,6 +204,8 @@ pub struct Collected {
     pub events: Vec<SchedEvent>,
     pub overrun: u64,
     pub timers: Option<TimerLateness>,
+    /// The trace as tracefs printed it, when asked for.
+    pub text: Option<String>,
 }
 
 /// How late the kernel's hrtimers fired: for each expiry, `now` of

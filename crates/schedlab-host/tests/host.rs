@@ -281,7 +281,7 @@ fn rt_app_mutex_and_barrier_hold_on_real_threads() {
     let text = std::fs::read_to_string(&path).unwrap();
     let ov = Overrides { cpus: Some(1), duration: Some(1_000_000_000), ..Overrides::default() };
     let w = schedlab_sim::formats::rtapp::from_rtapp_json(&text, &path, &ov).unwrap();
-    let opts = HostOptions { tracing: false, groups: false, trace_machine: false };
+    let opts = HostOptions { tracing: false, groups: false, ..HostOptions::default() };
     let r = run(&w, &opts).unwrap().report;
     let cpu =
         |prefix: &str| -> u64 { r.tasks.iter().filter(|t| t.name.starts_with(prefix)).map(|t| t.cpu_time_ns).sum() };

@@ -46,6 +46,16 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
              --host"
         );
     }
+    program::refuse_include(&program_opts)?;
+    if let Some(out) = &program_opts.trace_out {
+        if kernel.is_empty() {
+            bail!(
+                "--trace-out keeps each real kernel's trace: give --kernel (for a simulated schedule, use `schedlab \
+                 trace`)"
+            );
+        }
+        crate::output::check_output(out, "--trace-out")?;
+    }
     let w = load_workload(&common)?;
     let names = policy_names(sched, &w)?;
     if let Some(at) = timeline_at
@@ -75,7 +85,12 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
     }
     // Guests one at a time, each with every host CPU to itself.
     for (name, file) in &kernel {
-        reports.push(vm::run(&common, &w, file, name, &vm_opts.for_row(name), &host_opts)?);
+        let keep = program_opts.trace_out.is_some();
+        let (report, trace) = vm::run(&common, &w, file, name, &vm_opts.for_row(name), &host_opts, keep)?;
+        if let (Some(out), Some(text)) = (&program_opts.trace_out, trace) {
+            program::write_trace_text(&text, out, (kernel.len() > 1).then_some(name.as_str()))?;
+        }
+        reports.push(report);
         timelines.push(None);
     }
     // A finite workload's runs end when its last task exits: the

@@ -41,6 +41,17 @@ impl ProgramArgs {
     }
 }
 
+/// --include is for real programs: a workload's threads read no file.
+pub(crate) fn refuse_include(a: &ProgramArgs) -> Result<()> {
+    if let Some(path) = a.include.first() {
+        bail!(
+            "--include {}: it puts files beside real programs (after --); a workload's threads read none: drop it",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// Splits `a b + c d` into the programs' command lines.
 pub(crate) fn split_programs(words: &[String]) -> Result<Vec<Vec<String>>> {
     let programs: Vec<Vec<String>> = words.split(|w| w == "+").map(|p| p.to_vec()).collect();
@@ -325,6 +336,12 @@ pub(crate) fn outcome(result: &ProgramsResult, label: &str) -> i32 {
 /// the extension when several kernels ran).
 pub(crate) fn write_trace(result: &ProgramsResult, out: &Path, label: Option<&str>) -> Result<()> {
     let Some(text) = &result.trace else { return Ok(()) };
+    write_trace_text(text, out, label)
+}
+
+/// Writes a guest's trace to `out`, or with `label` (one of several
+/// kernels) to `out` with the label before its extension.
+pub(crate) fn write_trace_text(text: &str, out: &Path, label: Option<&str>) -> Result<()> {
     let path = match label {
         None => out.to_path_buf(),
         Some(l) => {
@@ -336,10 +353,7 @@ pub(crate) fn write_trace(result: &ProgramsResult, out: &Path, label: Option<&st
             out.with_file_name(name)
         }
     };
-    std::fs::write(&path, text)
-        .with_context(|| format!("cannot write {}: check the directory exists and is writable", path.display()))?;
-    eprintln!("schedlab: wrote the guest's trace to {}", path.display());
-    Ok(())
+    crate::output::write_whole(&path, text.as_bytes())
 }
 
 /// `schedlab vm --kernel K -- PROGRAM ...`: the report, the program's

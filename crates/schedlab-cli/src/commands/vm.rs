@@ -252,7 +252,7 @@ pub(crate) fn calibrate(kernel: &Path, cpus: u32, vm: &VmArgs, label: &str) -> R
 
 /// The guest's command line: `schedlab host` on the same workload with the
 /// same seed, duration and parameters, printing its report as JSON.
-fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_vm::GuestJob> {
+fn guest_job(common: &Common, w: &Workload, host: &HostArgs, keep_trace: bool) -> Result<schedlab_vm::GuestJob> {
     let mut files = Vec::new();
     let path = Path::new(&common.workload);
     let workload = if path.is_file() {
@@ -276,6 +276,9 @@ fn guest_job(common: &Common, w: &Workload, host: &HostArgs) -> Result<schedlab_
     args.push(if host.no_trace { "--no-trace" } else { "--trace-machine" }.into());
     if host.no_groups {
         args.push("--no-groups".into());
+    }
+    if keep_trace {
+        args.push("--with-trace".into());
     }
     Ok(schedlab_vm::GuestJob { args, files, extra: Vec::new() })
 }
@@ -329,7 +332,8 @@ pub(crate) fn label_report(
 }
 
 /// Runs `w` (read from `common`) in `kernel` under QEMU and returns its
-/// report, its scheduler named `label`.
+/// report, its scheduler named `label`, and with `keep_trace` the guest's
+/// trace of every task (tracefs text), when the guest could trace.
 pub(crate) fn run(
     common: &Common,
     w: &Workload,
@@ -337,7 +341,11 @@ pub(crate) fn run(
     label: &str,
     vm: &VmArgs,
     host: &HostArgs,
-) -> Result<Report> {
+    keep_trace: bool,
+) -> Result<(Report, Option<String>)> {
+    if keep_trace && host.no_trace {
+        bail!("--trace-out keeps the guest's trace, and --no-trace turns tracing off: drop one");
+    }
     if !common.set.is_empty() {
         bail!("--set changes simulated tunables; a real kernel runs with its own (compare the tunables it reports)");
     }
@@ -347,9 +355,22 @@ pub(crate) fn run(
     let t = &w.machine.topology;
     let topology = [t.llcs, t.cores_per_llc, t.threads_per_core];
     let run_timeout = vm.timeout.unwrap_or(120_000_000_000 + w.duration.saturating_mul(2));
-    let out = run_in_guest(&guest_job(common, w, host)?, kernel, topology, run_timeout, vm, label)?;
-    let mut report: Report = serde_json::from_str(&out.stdout)
-        .with_context(|| format!("vm {label}: the guest's report did not arrive whole"))?;
+    let out = run_in_guest(&guest_job(common, w, host, keep_trace)?, kernel, topology, run_timeout, vm, label)?;
+    let whole = || format!("vm {label}: the guest's report did not arrive whole");
+    let (mut report, trace): (Report, Option<String>) = if keep_trace {
+        #[derive(serde::Deserialize)]
+        struct WithTrace {
+            report: Report,
+            trace: Option<String>,
+        }
+        let both: WithTrace = serde_json::from_str(&out.stdout).with_context(whole)?;
+        (both.report, both.trace)
+    } else {
+        (serde_json::from_str(&out.stdout).with_context(whole)?, None)
+    };
+    if keep_trace && trace.is_none() {
+        eprintln!("schedlab: vm {label}: the guest recorded no trace (see the report's tracing line)");
+    }
     label_report(&mut report, &out, topology, kernel, label);
-    Ok(report)
+    Ok((report, trace))
 }

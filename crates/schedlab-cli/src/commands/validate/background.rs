@@ -56,7 +56,8 @@ pub(super) fn with_machine_work(w: &Workload, work: MachineWork) -> Workload {
         program: vec![
             Op::LoopStart { count: None, end: 3 },
             Op::Sleep(Dist::Exp { mean: gap.max(1) }),
-            Op::Run(Dist::Const(work.run_mean)),
+            // Timed on the guest's clock, the stretch included.
+            Op::Run(Dist::Const(w.machine.costs.unstretched(work.run_mean))),
             Op::LoopEnd { start: 0 },
         ],
     });

@@ -84,6 +84,17 @@ pub(super) struct RunDigest {
     pub(super) other_runs_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) other_run_mean_us: Option<f64>,
+    /// From a thread's program end to its last switch (us, the median of
+    /// the threads that ended in the run), where the trace saw them exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) thread_exit_us: Option<f64>,
+    /// The CPU clocks of threads that only run beyond what they spun for
+    /// (%), and a forking thread's CPU per fork (us): what the machine took
+    /// from runs without a switch, and what a fork cost, in this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) cpu_beyond_work_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) fork_cpu_us: Option<f64>,
 }
 
 impl RunDigest {
@@ -110,6 +121,9 @@ impl RunDigest {
             controller_stat_priority: r.extra_figure(schedlab_host::CONTROLLER_STAT_PRIORITY),
             other_runs_per_s: r.extra_figure(schedlab_host::OTHER_TASKS_RUNS_PER_S),
             other_run_mean_us: r.extra_figure(schedlab_host::OTHER_TASKS_RUN_MEAN_US),
+            thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
+            cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
+            fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
         }
     }
 

@@ -448,6 +448,8 @@ impl<'a> Kernel<'a> {
         let mut reals = Vec::new();
         let mut uptimes = Vec::new();
         let mut before_start = Vec::new();
+        let mut thread_exit = Vec::new();
+        let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
@@ -479,6 +481,9 @@ impl<'a> Kernel<'a> {
             };
             uptimes.extend(real.uptime_s);
             before_start.push(real.cpu_before_start_us);
+            thread_exit.push(real.thread_exit_us);
+            beyond_work.push(real.cpu_beyond_work_pct);
+            fork_cpu.push(real.fork_cpu_us);
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
@@ -506,6 +511,13 @@ impl<'a> Kernel<'a> {
         let start = Start {
             uptime: uptimes.get(uptimes.len() / 2).map(|s| (s * 1e9) as u64),
             before_start: median_of_every(before_start, 1e3),
+            // Where every run saw its threads exit (a finite workload's,
+            // runs booted since 2026-11-27).
+            thread_exit: median_of_every(thread_exit, 1e3),
+            // Runs booted since 2026-11-27 (not under MuQSS, whose thread
+            // clocks run fast): a percentage is 10 us per ms of a run.
+            run_stretch: median_of_every(beyond_work, 1e4).filter(|&s| s > 0),
+            fork: median_of_every(fork_cpu, 1e3),
             at_gate: median_of_every(at_gate, 1e3),
             controller_cpu: median_of_every(controller_cpu, 1e6),
             // Where every run traced the whole guest (runs kept from before
@@ -536,7 +548,8 @@ impl<'a> Kernel<'a> {
         let host = HostArgs { no_trace: false, no_groups: false };
         let (mut failed, mut disturbed) = (0, 0);
         let mut r = loop {
-            let attempt = vm::run(&cm, &w, &self.c.kernel_file, self.label, &self.vm_args, &host);
+            let attempt =
+                vm::run(&cm, &w, &self.c.kernel_file, self.label, &self.vm_args, &host, false).map(|(r, _)| r);
             let failure = attempt.as_ref().err().and_then(kernel_failure);
             let (why, list, file, count) = match (attempt, failure) {
                 // A kernel that crashes is a finding, kept on the
@@ -592,6 +605,12 @@ struct Start {
     /// A task thread's CPU time before t0, to start the tasks as the
     /// runner does (start.rs).
     before_start: Option<u64>,
+    /// From a task thread's program end to its leaving the CPU for good.
+    thread_exit: Option<u64>,
+    /// CPU time a run took beyond its work, per ms of it.
+    run_stretch: Option<u64>,
+    /// A forking thread's CPU time per fork.
+    fork: Option<u64>,
     /// Of that, what a thread had used at the start gate.
     at_gate: Option<u64>,
     /// The runner's controller's CPU time before it created the threads,
@@ -636,6 +655,21 @@ fn simulated(
                 && w.forks()
             {
                 w.machine.costs.thread_start = before_start;
+            }
+            // A thread that ends in the run pays its exit there, as the
+            // real runs' threads did (the trace's figure).
+            if let Some(exit) = guest.and_then(|g| g.start.thread_exit) {
+                w.machine.costs.thread_exit = exit;
+            }
+            // What the runs' threads paid beyond their work (runs booted
+            // since 2026-11-27): the CPU the machine took from a run without
+            // a switch, and a fork in the runner, which calibrate's clone
+            // alone is a third of (fork-burst: 250-450 us against 73-155).
+            if let Some(stretch) = guest.and_then(|g| g.start.run_stretch) {
+                w.machine.costs.run_stretch = stretch;
+            }
+            if let Some(fork) = guest.and_then(|g| g.start.fork) {
+                w.machine.costs.fork = fork;
             }
             // The guest's own work runs beside the workload from the
             // machine's start, not forked by the runner's controller.

@@ -73,7 +73,17 @@ pub(super) fn page(
          the runner's controller and the rest ran so many times a second for so long on average (the \
          median of the runs, in each experiment's row); the simulation runs that on every CPU as tasks \
          its report leaves out. The runner's threads live on stacks mapped before the run since \
-         2026-11-27: they no longer wait on the process's mmap lock when they are created or exit.\n\n\
+         2026-11-27: they no longer wait on the process's mmap lock when they are created or exit. \
+         A thread that ends in the run (fork-burst's children, make-j4's jobs) pays its exit before it \
+         leaves its CPU, as long as the real runs' threads spent on a CPU from their program's end to \
+         their last switch (`thread_exit_p50_us`, from the trace; the median of the runs; since 2026-11-27, when \
+         the runner's threads stopped reading their counts from /proc at their end, which the trace \
+         gives). And it charges what the runs' threads paid beyond their work, where every run measured \
+         it (runs booted since 2026-11-27; not under MuQSS, whose thread clocks run fast): the CPU time \
+         the guest charged to threads that only run beyond what they spun for (`cpu_beyond_work_pct`: \
+         interrupts, a vCPU its host did not run; as `run_stretch`, per millisecond of a run) and a \
+         forking thread's CPU time per fork in the runner (`fork_cpu_us`, as `fork`, in place of \
+         calibrate's bare clone).\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -277,9 +287,22 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
                 }
             }
         };
-        let beside = row.start.machine_work.map_or(String::new(), |m| {
+        let mut beside = row.start.machine_work.map_or(String::new(), |m| {
             format!("; the guest's other tasks: {:.0} runs/s of {:.0} µs", m.runs_per_s, m.run_mean as f64 / 1e3)
         });
+        // What the runs' threads paid beyond their work, as the simulation
+        // with the guest's costs charges it.
+        let paid: Vec<String> = [
+            row.start.run_stretch.map(|s| format!("{:.1}% of a run beyond its work", s as f64 / 1e4)),
+            row.start.fork.map(|f| format!("{:.0} µs a fork", f as f64 / 1e3)),
+            row.start.thread_exit.map(|e| format!("{:.0} µs an exit", e as f64 / 1e3)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !paid.is_empty() {
+            beside.push_str(&format!("; the threads paid {}", paid.join(", ")));
+        }
         let name =
             if first { format!("{} <br><small>{}{beside}</small>", row.exp.id, row.exp.what) } else { String::new() };
         first = false;

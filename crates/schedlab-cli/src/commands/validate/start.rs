@@ -73,9 +73,12 @@ pub(super) fn runner_start(
     let own_work = before_start.saturating_sub(costs.thread_start);
     let before_gate = at_gate.map_or(0, |g| g.min(before_start).saturating_sub(costs.thread_start));
     let after_gate = own_work - before_gate.min(own_work);
+    // Each is a CPU clock's reading, which holds what the machine took
+    // from the run (`run_stretch`) already.
+    let measured = |ns: Nanos| Op::Run(Dist::Const(costs.unstretched(ns)));
     let mut controller = Vec::new();
     if controller_cpu > 0 {
-        controller.push(Op::Run(Dist::Const(controller_cpu)));
+        controller.push(measured(controller_cpu));
     }
     for (id, spec) in out.tasks.iter_mut().enumerate() {
         if spec.template {
@@ -93,11 +96,11 @@ pub(super) fn runner_start(
             .max();
         let mut program = Vec::new();
         if before_gate > 0 {
-            program.push(Op::Run(Dist::Const(before_gate)));
+            program.push(measured(before_gate));
         }
         program.push(Op::Barrier(gate));
         if after_gate > 0 {
-            program.push(Op::Run(Dist::Const(after_gate)));
+            program.push(measured(after_gate));
         }
         program.push(Op::Timer { period: t0, slot: slot.unwrap_or(0), mode: TimerMode::At });
         let shift = program.len() as u32;
