@@ -16,7 +16,8 @@ pub(crate) struct TraceFigures {
     pub(crate) preempted_by_others: u64,
     pub(crate) per_tid: HashMap<i32, (u64, u64, u64)>,
     pub(crate) rps: Vec<Hist>,
-    /// Time on a CPU of each of our threads inside [t0, stop].
+    /// Time on a CPU of each of our threads inside [t0, stop] while it ran
+    /// its program (from `begun` to `ended`): its start and exit left out.
     pub(crate) on_cpu: HashMap<i32, Nanos>,
     /// Time each of our threads was runnable and not running inside [t0,
     /// stop], as schedstat's run_delay counts it: from its wakeup (a
@@ -40,6 +41,7 @@ pub(crate) fn analyse_trace(
     nr_specs: usize,
     t0: Nanos,
     stop: Nanos,
+    begun: &HashMap<i32, Nanos>,
     ended: &HashMap<i32, Nanos>,
 ) -> TraceFigures {
     let mut f = TraceFigures {
@@ -58,6 +60,11 @@ pub(crate) fn analyse_trace(
     let mut after_end: HashMap<i32, Nanos> = HashMap::new();
     let mut other_running: HashMap<u32, Nanos> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
+    let in_program = |tid: i32, since: Nanos, until: Nanos| {
+        let from = begun.get(&tid).map_or(t0, |&b| b.max(t0));
+        let to = ended.get(&tid).map_or(stop, |&e| e.min(stop));
+        until.min(to).saturating_sub(since.max(from))
+    };
     for ev in events {
         let inside = ev.ts >= t0 && ev.ts <= stop;
         match &ev.kind {
@@ -68,7 +75,7 @@ pub(crate) fn analyse_trace(
                     if let Some((tid, since)) = running.remove(&ev.cpu)
                         && tid == prev
                     {
-                        *f.on_cpu.entry(tid).or_default() += overlap(since, ev.ts);
+                        *f.on_cpu.entry(tid).or_default() += in_program(tid, since, ev.ts);
                         if let Some(&end) = ended.get(&tid) {
                             *after_end.entry(tid).or_default() += ev.ts.saturating_sub(since.max(end));
                         }
@@ -125,7 +132,7 @@ pub(crate) fn analyse_trace(
         }
     }
     for (tid, since) in running.into_values() {
-        *f.on_cpu.entry(tid).or_default() += overlap(since, stop);
+        *f.on_cpu.entry(tid).or_default() += in_program(tid, since, stop);
     }
     for (tid, since) in runnable_since {
         *f.run_delay.entry(tid).or_default() += overlap(since, stop);
@@ -231,8 +238,9 @@ pub const THREAD_EXIT_P50: &str = "thread_exit_p50_us";
 /// for: time the kernel charged to them while they did not run their
 /// loop, without a switch (interrupts longer than the spin's preemption
 /// gap; in a guest, a vCPU its host did not run). A simulation charges it
-/// as `run_stretch`. Absent under MuQSS, whose thread CPU clocks run fast
-/// (niffies), and where no such thread ran.
+/// as `run_stretch`. Under MuQSS, whose thread CPU clocks run fast
+/// (niffies), the CPU time is the trace's. Absent where no such thread
+/// ran.
 pub const CPU_BEYOND_WORK_PCT: &str = "cpu_beyond_work_pct";
 
 /// The extra figure of a host report that says how much CPU time a thread
@@ -387,8 +395,9 @@ fn trace_figures(
 ) -> Option<TraceFigures> {
     let w = &sh.w;
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
+    let begun: HashMap<i32, Nanos> = results.iter().map(|r| (r.tid, t0 + r.created)).collect();
     let ended: HashMap<i32, Nanos> = results.iter().filter_map(|r| Some((r.tid, t0 + r.exited?))).collect();
-    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop, &ended));
+    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop, &begun, &ended));
     if let Some(events) = trace {
         // The LLC of each host CPU the workload runs on.
         let mut llc = vec![None; sh.cpu_map.iter().max().map_or(0, |&c| c + 1)];
@@ -518,7 +527,7 @@ pub(crate) fn build_report(
         results.iter().filter(|r| r.exited.is_some()).filter_map(|r| f.exit_cpu.get(&r.tid).copied()).collect()
     });
     let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
-    let (beyond, fork_cpu) = if sys::is_muqss() { (None, None) } else { beyond_work(w, &results) };
+    let (beyond, fork_cpu) = beyond_work(w, &results);
     timing_notes(&mut host, ticks_pct, timers);
     let counts = RunCounts {
         stop: duration,
@@ -607,13 +616,18 @@ mod tests {
         let spec_of = HashMap::from([(10, 0), (11, 0)]);
         // 11's program ended at 1.0026 s: its exit took 0.4 ms of CPU.
         let ended = HashMap::from([(11, 1_002_600_000)]);
-        let f = analyse_trace(&events, &spec_of, 1, 1_000_000_000, 1_010_000_000, &ended);
+        let begun = HashMap::from([(11, 1_002_000_000)]);
+        let f = analyse_trace(&events, &spec_of, 1, 1_000_000_000, 1_010_000_000, &begun, &ended);
         assert_eq!(f.run_delay.get(&11), Some(&2_000_000));
         assert_eq!(f.run_delay.get(&10), Some(&2_000_000));
         assert_eq!(f.exit_cpu.get(&11), Some(&400_000));
         assert_eq!(f.exit_cpu.get(&10), None);
+        // 11 ran its program from 1.002 to 1.0026 s (its exit after is
+        // left out); 10 ran 1 ms before the window, then 2 + 1 + 1 ms in it.
+        assert_eq!(f.on_cpu.get(&11), Some(&600_000));
+        assert_eq!(f.on_cpu.get(&10), Some(&4_000_000));
         // A window that starts inside a wait counts only its part.
-        let f = analyse_trace(&events, &spec_of, 1, 1_001_500_000, 1_010_000_000, &ended);
+        let f = analyse_trace(&events, &spec_of, 1, 1_001_500_000, 1_010_000_000, &begun, &ended);
         assert_eq!(f.run_delay.get(&11), Some(&500_000));
     }
 

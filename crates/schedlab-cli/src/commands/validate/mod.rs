@@ -514,8 +514,8 @@ impl<'a> Kernel<'a> {
             // Where every run saw its threads exit (a finite workload's,
             // runs booted since 2026-11-27).
             thread_exit: median_of_every(thread_exit, 1e3),
-            // Runs booted since 2026-11-27 (not under MuQSS, whose thread
-            // clocks run fast): a percentage is 10 us per ms of a run.
+            // Runs booted since 2026-11-27: a percentage is 10 us per ms of
+            // a run.
             run_stretch: median_of_every(beyond_work, 1e4).filter(|&s| s > 0),
             fork: median_of_every(fork_cpu, 1e3),
             at_gate: median_of_every(at_gate, 1e3),

@@ -79,8 +79,8 @@ pub(super) fn page(
          their last switch (`thread_exit_p50_us`, from the trace; the median of the runs; since 2026-11-27, when \
          the runner's threads stopped reading their counts from /proc at their end, which the trace \
          gives). And it charges what the runs' threads paid beyond their work, where every run measured \
-         it (runs booted since 2026-11-27; not under MuQSS, whose thread clocks run fast): the CPU time \
-         the guest charged to threads that only run beyond what they spun for (`cpu_beyond_work_pct`: \
+         it (runs booted since 2026-11-27; under MuQSS, whose thread clocks run fast, timed by the \
+         trace): the CPU time the guest charged to threads that only run beyond what they spun for (`cpu_beyond_work_pct`: \
          interrupts, a vCPU its host did not run; as `run_stretch`, per millisecond of a run) and a \
          forking thread's CPU time per fork in the runner (`fork_cpu_us`, as `fork`, in place of \
          calibrate's bare clone).\n\n\
