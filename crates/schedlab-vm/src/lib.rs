@@ -474,8 +474,11 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
         }
         Accel::Auto => {
             let refused_before = KVM_REFUSED.lock().ok().and_then(|r| r.clone());
+            // Said once a process: validate boots a hundred guests, and
+            // each report's machine line names TCG anyway.
+            let said_before = refused_before.is_some();
             let kvm = if let Some(why) = refused_before {
-                Err(format!("{why} earlier in this run (not tried again)"))
+                Err(why)
             } else if !kvm_usable() {
                 Err("/dev/kvm cannot be opened".to_string())
             } else if cpus as usize > host_cpus() {
@@ -503,9 +506,11 @@ pub fn run(job: &GuestJob, opts: &VmOptions) -> Result<VmRun, VmError> {
             match kvm {
                 Ok((q, boot)) => (q, boot, Accel::Kvm),
                 Err(why) => {
-                    warnings.push(format!(
-                        "{why}; using TCG: the kernel's decisions are real, costs and latencies are emulated"
-                    ));
+                    if !said_before {
+                        warnings.push(format!(
+                            "{why}; using TCG: the kernel's decisions are real, costs and latencies are emulated"
+                        ));
+                    }
                     let (q, boot) = launch.boot(Accel::Tcg)?;
                     (q, boot, Accel::Tcg)
                 }
