@@ -23,8 +23,9 @@ pub(crate) struct TraceFigures {
     /// stop], as schedstat's run_delay counts it: from its wakeup (a
     /// forked one's sched_wakeup_new) or its preemption to its next run.
     pub(crate) run_delay: HashMap<i32, Nanos>,
-    /// Of each of our threads that exited (switched out as a dead task),
-    /// its time on a CPU after its program ended (`ended`): its exit.
+    /// Of each of our threads that ended its program (`ended`) and exited
+    /// (switched out as a dead task), its time on a CPU in between: its
+    /// exit.
     pub(crate) exit_cpu: HashMap<i32, Nanos>,
     /// Runs of other tasks (not the idle task) that began inside [t0,
     /// stop], and their time on a CPU there: all of the machine's other
@@ -85,7 +86,8 @@ pub(crate) fn analyse_trace(
                     }
                     if prev_state.starts_with('R') {
                         runnable_since.insert(prev, ev.ts);
-                    } else if prev_state.starts_with('X') || prev_state.starts_with('Z') {
+                    } else if (prev_state.starts_with('X') || prev_state.starts_with('Z')) && ended.contains_key(&prev)
+                    {
                         f.exit_cpu.insert(prev, after_end.get(&prev).copied().unwrap_or(0));
                     }
                     if inside {
@@ -523,9 +525,7 @@ pub(crate) fn build_report(
     });
     host.notes.extend(foreign.clone());
     let ticks_pct = ticks_delivered_pct(&sh.cpu_map, stat0, stat1, stop - t0, stat_count);
-    let exits: Vec<Nanos> = figures.as_ref().map_or_else(Vec::new, |f| {
-        results.iter().filter(|r| r.exited.is_some()).filter_map(|r| f.exit_cpu.get(&r.tid).copied()).collect()
-    });
+    let exits: Vec<Nanos> = figures.as_ref().map_or_else(Vec::new, |f| f.exit_cpu.values().copied().collect());
     let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
     let (beyond, fork_cpu) = beyond_work(w, &results);
     timing_notes(&mut host, ticks_pct, timers);

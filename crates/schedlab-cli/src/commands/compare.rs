@@ -46,16 +46,13 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
              --host"
         );
     }
-    program::refuse_include(&program_opts)?;
-    if let Some(out) = &program_opts.trace_out {
-        if kernel.is_empty() {
-            bail!(
-                "--trace-out keeps each real kernel's trace: give --kernel (for a simulated schedule, use `schedlab \
-                 trace`)"
-            );
-        }
-        crate::output::check_output(out, "--trace-out")?;
+    if program_opts.trace_out.is_some() && kernel.is_empty() {
+        bail!(
+            "--trace-out keeps each real kernel's trace: give --kernel (for a simulated schedule, use `schedlab \
+             trace`)"
+        );
     }
+    program_opts.check_for_workload()?;
     let w = load_workload(&common)?;
     let names = policy_names(sched, &w)?;
     if let Some(at) = timeline_at
@@ -87,9 +84,7 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
     for (name, file) in &kernel {
         let keep = program_opts.trace_out.is_some();
         let (report, trace) = vm::run(&common, &w, file, name, &vm_opts.for_row(name), &host_opts, keep)?;
-        if let (Some(out), Some(text)) = (&program_opts.trace_out, trace) {
-            program::write_trace_text(&text, out, (kernel.len() > 1).then_some(name.as_str()))?;
-        }
+        program_opts.write_workload_trace(trace, (kernel.len() > 1).then_some(name.as_str()))?;
         reports.push(report);
         timelines.push(None);
     }

@@ -41,17 +41,12 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
                     "give a workload (a file or a built-in scenario) or a program after --, e.g. -- stress-ng --cpu 2 --timeout 3s"
                 );
             }
-            program::refuse_include(&program_opts)?;
-            if let Some(out) = &program_opts.trace_out {
-                crate::output::check_output(out, "--trace-out")?;
-            }
+            program_opts.check_for_workload()?;
             let w = load_workload(&common)?;
             let label = vm::row_label(&kernel, &vm_opts);
             let keep = program_opts.trace_out.is_some();
             let (report, trace) = vm::run(&common, &w, &kernel, &label, &vm_opts, &host_opts, keep)?;
-            if let (Some(out), Some(text)) = (&program_opts.trace_out, trace) {
-                program::write_trace_text(&text, out, None)?;
-            }
+            program_opts.write_workload_trace(trace, None)?;
             print_one(&common, &report, tasks)
         }
         Command::Host { common, host_opts, trace_machine, trace_out, with_trace } => {

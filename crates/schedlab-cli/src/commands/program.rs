@@ -39,17 +39,32 @@ impl ProgramArgs {
     pub(crate) fn given(&self) -> bool {
         !self.program.is_empty()
     }
-}
 
-/// --include is for real programs: a workload's threads read no file.
-pub(crate) fn refuse_include(a: &ProgramArgs) -> Result<()> {
-    if let Some(path) = a.include.first() {
-        bail!(
-            "--include {}: it puts files beside real programs (after --); a workload's threads read none: drop it",
-            path.display()
-        );
+    /// These flags beside a workload, before anything runs: --include is
+    /// for real programs (a workload's threads read no file), and
+    /// --trace-out's file must be writable.
+    pub(crate) fn check_for_workload(&self) -> Result<()> {
+        if let Some(path) = self.include.first() {
+            bail!(
+                "--include {}: it puts files beside real programs (after --); a workload's threads read none: drop \
+                 it",
+                path.display()
+            );
+        }
+        if let Some(out) = &self.trace_out {
+            crate::output::check_output(out, "--trace-out")?;
+        }
+        Ok(())
     }
-    Ok(())
+
+    /// Writes a guest's `trace` of a workload where --trace-out says, if it
+    /// says (with `label` for one of several kernels).
+    pub(crate) fn write_workload_trace(&self, trace: Option<String>, label: Option<&str>) -> Result<()> {
+        match (&self.trace_out, trace) {
+            (Some(out), Some(text)) => write_trace_text(&text, out, label),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Splits `a b + c d` into the programs' command lines.
@@ -341,7 +356,7 @@ pub(crate) fn write_trace(result: &ProgramsResult, out: &Path, label: Option<&st
 
 /// Writes a guest's trace to `out`, or with `label` (one of several
 /// kernels) to `out` with the label before its extension.
-pub(crate) fn write_trace_text(text: &str, out: &Path, label: Option<&str>) -> Result<()> {
+fn write_trace_text(text: &str, out: &Path, label: Option<&str>) -> Result<()> {
     let path = match label {
         None => out.to_path_buf(),
         Some(l) => {

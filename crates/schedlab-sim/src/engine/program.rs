@@ -42,9 +42,7 @@ impl<'w> Engine<'w> {
                     }
                     // What the machine takes from a run without a switch
                     // is paid inside it.
-                    let stretch = (u128::from(burst) * u128::from(self.w.machine.costs.run_stretch)
-                        / u128::from(crate::time::NSEC_PER_MSEC))
-                    .min(u128::from(Nanos::MAX / 4)) as Nanos;
+                    let stretch = self.w.machine.costs.stretch(burst);
                     prog.remaining += burst.saturating_add(stretch);
                     prog.penalty += stretch;
                     prog.stats.runs_done += 1;

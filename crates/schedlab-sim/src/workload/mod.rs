@@ -363,9 +363,18 @@ impl Costs {
         Ok(())
     }
 
+    /// What `run_stretch` adds to a run op of `burst`: that much per
+    /// millisecond of it (capped far above any run, so that the engine's
+    /// sums cannot overflow).
+    pub fn stretch(&self, burst: Nanos) -> Nanos {
+        let ms = u128::from(crate::time::NSEC_PER_MSEC);
+        (u128::from(burst) * u128::from(self.run_stretch) / ms).min(u128::from(Nanos::MAX / 4)) as Nanos
+    }
+
     /// The run op that takes `measured` of CPU time once `run_stretch` is
-    /// added to it: for a CPU time read on a clock that already holds what
-    /// the machine took from the run (a real thread's CPU clock, a trace).
+    /// added to it (the inverse of [`Costs::stretch`]): for a CPU time read
+    /// on a clock that already holds what the machine took from the run (a
+    /// real thread's CPU clock, a trace).
     pub fn unstretched(&self, measured: Nanos) -> Nanos {
         let ms = u128::from(crate::time::NSEC_PER_MSEC);
         (u128::from(measured) * ms / (ms + u128::from(self.run_stretch))) as Nanos
