@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 use schedlab_sim::report::{SUMMARY_COLUMNS, TASK_COLUMNS};
 use schedlab_sim::time::parse_duration;
+use schedlab_sim::workload::dist::Dist;
 use schedlab_sim::{Engine, EngineOptions, Overrides, Policy, Workload};
 use serde_json::Value;
 
@@ -69,7 +70,15 @@ fn overrides(json: &str) -> Result<Overrides, String> {
                     match key.as_str() {
                         "params" => drop(ov.params.insert(name.clone(), int(v, &what)?)),
                         "set" => drop(ov.tunables.insert(name.clone(), int(v, &what)?)),
-                        _ => drop(ov.costs.insert(name.clone(), duration(v, &what)?)),
+                        // A cost is a duration, or for timer_latency a
+                        // distribution written as the CLI takes it.
+                        _ => drop(ov.costs.insert(
+                            name.clone(),
+                            match v {
+                                Value::String(s) if s.contains('(') => Dist::parse(s)?,
+                                _ => Dist::Const(duration(v, &what)?),
+                            },
+                        )),
                     }
                 }
             }

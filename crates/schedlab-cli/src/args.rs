@@ -6,6 +6,7 @@ use crate::commands::{program, vm};
 use clap::{Args, Parser, Subcommand};
 use schedlab_sim::Overrides;
 use schedlab_sim::time::{parse_duration, parse_duration_flag};
+use schedlab_sim::workload::dist::Dist;
 use std::collections::BTreeMap;
 
 #[derive(Parser)]
@@ -296,8 +297,10 @@ pub(crate) struct Common {
     /// calibrate` measures them): context_switch, migration, idle_exit,
     /// wake_remote, syscall, fork, thread_start, thread_exit, run_stretch
     /// (per ms of a run), timer_wakeup, timer_latency, tick_jitter.
+    /// timer_latency also takes the quantiles a trace measured, e.g.
+    /// timer_latency=quantiles(p0=30us,p50=50us,p99=2ms,p100=5ms).
     #[arg(long = "cost", value_name = "NAME=DURATION", value_parser = parse_cost)]
-    pub(crate) cost: Vec<(String, u64)>,
+    pub(crate) cost: Vec<(String, Dist)>,
     /// How long the simulated kernel has been up when the workload starts,
     /// e.g. 2.5s (default 1h): what it made at boot is that old (CacULE
     /// scores a task group by its life since boot).
@@ -326,12 +329,12 @@ fn parse_run_duration(s: &str) -> Result<u64, String> {
     }
 }
 
-fn parse_cost(s: &str) -> Result<(String, u64), String> {
+fn parse_cost(s: &str) -> Result<(String, Dist), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("'{s}' is not NAME=DURATION, e.g. idle_exit=8us"))?;
     if v.trim().ends_with(|c: char| c.is_ascii_digit()) {
         return Err(format!("'{v}' has no time unit: write e.g. {k}=8us"));
     }
-    Ok((k.trim().to_string(), parse_duration(v)?))
+    Ok((k.trim().to_string(), Dist::parse(v)?))
 }
 
 fn parse_kv(s: &str) -> Result<(String, i64), String> {

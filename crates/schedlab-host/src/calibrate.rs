@@ -647,7 +647,7 @@ mod tests {
         assert_eq!(w.machine.costs.fork, 20_000);
         assert_eq!(w.machine.costs.thread_start, 9_000);
         assert_eq!(w.machine.costs.timer_wakeup, 1_500);
-        assert_eq!(w.machine.costs.timer_latency, 48_000);
+        assert_eq!(w.machine.costs.timer_latency, schedlab_sim::workload::dist::Dist::Const(48_000));
         assert_eq!(w.machine.costs.tick_jitter, 2_000);
     }
 

@@ -252,6 +252,24 @@ pub const CPU_BEYOND_WORK_PCT: &str = "cpu_beyond_work_pct";
 /// kernel's placement of the new thread, as a simulation's `fork` cost.
 pub const FORK_CPU_US: &str = "fork_cpu_us";
 
+/// The extra figure of a host report that says how much CPU time a thread
+/// whose program only runs and sleeps (cyclictest's, a periodic task)
+/// spent per timed sleep it woke from, beyond its run ops stretched as
+/// `cpu_beyond_work_pct` says (us, the median of such threads): the
+/// clock_nanosleep() call, the return from the timer's wakeup and the
+/// switch to it, as a simulation's `timer_wakeup` cost. calibrate measures
+/// it on an idle CPU; a wakeup that preempts a busy one costs more (jitter
+/// in a TCG guest: 80 us against calibrate's 60).
+pub const TIMER_WAKEUP_CPU_US: &str = "timer_wakeup_cpu_us";
+
+/// The extra figures of a host report that give how late the sleeps'
+/// timers fired on busy CPUs, at `tracing::SLEEP_PERCENTILES` (us, from
+/// the trace): `sleep_timer_late_p50_us` and so on. A simulation draws its
+/// `timer_latency` from them.
+pub fn sleep_timer_late_name(percentile: f64) -> String {
+    format!("sleep_timer_late_p{percentile}_us")
+}
+
 /// Whether a program only runs (run ops in loops, an exit), and forks
 /// where `forks` allows: its thread's CPU clock is its work and forks.
 fn only_runs(program: &[schedlab_sim::workload::Op], forks: bool) -> bool {
@@ -261,6 +279,33 @@ fn only_runs(program: &[schedlab_sim::workload::Op], forks: bool) -> bool {
         Op::Fork(_) => forks,
         _ => false,
     })
+}
+
+/// Whether a program only runs and sleeps (to a time or for a while):
+/// its thread's CPU clock is its work and its timed wakeups.
+fn runs_and_sleeps(program: &[schedlab_sim::workload::Op]) -> bool {
+    use schedlab_sim::workload::Op;
+    program.iter().any(|op| matches!(op, Op::Sleep(_) | Op::Timer { .. }))
+        && program.iter().all(|op| {
+            matches!(
+                op,
+                Op::Run(_) | Op::Sleep(_) | Op::Timer { .. } | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit
+            )
+        })
+}
+
+/// `TIMER_WAKEUP_CPU_US` (in ns) of a run's threads, their runs stretched
+/// by `beyond`.
+fn timer_wakeup_cpu(w: &Workload, results: &[ThreadResult], beyond: Option<f64>) -> Option<Nanos> {
+    let per_wakeup: Vec<Nanos> = results
+        .iter()
+        .filter(|r| r.wakeups > 0 && runs_and_sleeps(&w.tasks[r.spec as usize].program))
+        .map(|r| {
+            let runs = r.burnt as f64 * (1.0 + beyond.unwrap_or(0.0));
+            ((r.cpu_time as f64 - runs).max(0.0) / r.wakeups as f64).round() as Nanos
+        })
+        .collect();
+    (!per_wakeup.is_empty()).then(|| crate::calibrate::median(per_wakeup))
 }
 
 /// `CPU_BEYOND_WORK_PCT` (as a fraction) and `FORK_CPU_US` (in ns) of a
@@ -528,6 +573,14 @@ pub(crate) fn build_report(
     let exits: Vec<Nanos> = figures.as_ref().map_or_else(Vec::new, |f| f.exit_cpu.values().copied().collect());
     let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
     let (beyond, fork_cpu) = beyond_work(w, &results);
+    let timer_wakeup = timer_wakeup_cpu(w, &results, beyond);
+    let sleep_late: Vec<(String, f64)> = timers
+        .and_then(|t| t.busy_sleeps)
+        .into_iter()
+        .flat_map(|q| {
+            crate::tracing::SLEEP_PERCENTILES.iter().zip(q).map(|(&p, ns)| (sleep_timer_late_name(p), ns as f64 / 1e3))
+        })
+        .collect();
     timing_notes(&mut host, ticks_pct, timers);
     let counts = RunCounts {
         stop: duration,
@@ -561,6 +614,7 @@ pub(crate) fn build_report(
             .chain(exit_p50.map(|e| (THREAD_EXIT_P50, e as f64 / 1e3)))
             .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
             .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
+            .chain(timer_wakeup.map(|t| (TIMER_WAKEUP_CPU_US, t as f64 / 1e3)))
             .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
             .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
             .chain(
@@ -568,7 +622,9 @@ pub(crate) fn build_report(
                     .into_iter()
                     .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
             )
-            .map(|(name, value)| (name.to_string(), (value * 10.0).round() / 10.0))
+            .map(|(name, value)| (name.to_string(), value))
+            .chain(sleep_late)
+            .map(|(name, value)| (name, (value * 10.0).round() / 10.0))
             .collect(),
         absent,
         host: Some(host),
@@ -673,6 +729,13 @@ program = [ { loop = "forever", body = [ { run = "1ms" }, { sleep = "1ms" } ] } 
         let (beyond, fork) = beyond_work(&w, &results);
         assert!((beyond.unwrap() - 0.10).abs() < 1e-9, "{beyond:?}");
         assert_eq!(fork, Some(300_000));
+        // The sleeper woke 10,000 times: its 30 ms beyond its 50 ms of
+        // runs, less their 5 ms of stretch, is 2.5 us a wakeup; the
+        // others never slept and say nothing of it.
+        let mut results = results;
+        results[2].wakeups = 10_000;
+        assert_eq!(timer_wakeup_cpu(&w, &results, beyond), Some(2_500));
+        assert_eq!(timer_wakeup_cpu(&w, &results[..2], beyond), None);
         // Without threads that only run, neither is known but the fork.
         let (beyond, fork) = beyond_work(&w, &results[2..]);
         assert_eq!(beyond, None);

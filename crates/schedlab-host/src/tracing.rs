@@ -216,10 +216,23 @@ pub struct TimerLateness {
     pub median: Nanos,
     pub p90: Nanos,
     pub samples: usize,
+    /// The lateness of the sleeps' timers that fired on a busy CPU, at
+    /// [`SLEEP_PERCENTILES`]: a timer's delivery alone, which a
+    /// simulation draws as its `timer_latency` (an idle CPU's exit is its
+    /// `idle_exit`). None below [`SLEEP_SAMPLES_MIN`] of them.
+    pub busy_sleeps: Option<[Nanos; SLEEP_PERCENTILES.len()]>,
 }
 
 /// Fewer expiries than this say nothing of a run's timers.
 pub const TIMER_SAMPLES_MIN: usize = 20;
+
+/// The percentiles of [`TimerLateness::busy_sleeps`]: the tail as well as
+/// the middle, since a timer a period late costs its thread the period
+/// (cyclictest's missed expiries).
+pub const SLEEP_PERCENTILES: [f64; 10] = [0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 95.0, 99.0, 99.9, 100.0];
+
+/// Fewer busy sleeps than this give no 99th percentile.
+pub const SLEEP_SAMPLES_MIN: usize = 200;
 
 /// The lateness of the hrtimers that expired in [from, to] (the clock of
 /// their base, CLOCK_MONOTONIC for all but a few), each paired with the
@@ -231,8 +244,10 @@ pub const TIMER_SAMPLES_MIN: usize = 20;
 /// before its CPU went idle and seen to expire after it would pair with a
 /// stale start, whole ticks "late" (`schedlab host lat-ctx` on a quiet
 /// machine: 32 ms at the 90th percentile). Such pairs are dropped; a
-/// sleep's timer (hrtimer_wakeup), armed by its own thread each time, is
-/// kept across its CPU's idle time.
+/// sleep's timer, armed by its own thread each time, is kept across its
+/// CPU's idle time. A sleep's timer is one whose function is
+/// hrtimer_wakeup or, where the kernel prints functions as addresses (the
+/// guest kernels), one whose expiry wakes the task that armed it.
 pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLateness> {
     let value = |fields: &str, key: &str| -> Option<u64> {
         fields.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
@@ -240,46 +255,97 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
     let pointer = |fields: &str| -> Option<String> {
         fields.split_whitespace().find_map(|f| f.strip_prefix("hrtimer=").map(str::to_string))
     };
-    // The CPU of a trace line: "comm-pid [NNN] flags ts: event: ...".
+    // The CPU and pid of a trace line: "comm-pid [NNN] flags ts: ...".
     let cpu_of = |head: &str| -> Option<usize> {
         let open = head.find('[')?;
         head[open + 1..].split(']').next()?.trim().parse().ok()
     };
-    // Per CPU, how many times it switched to its idle task.
+    let pid_of = |head: &str| -> Option<u64> {
+        let open = head.find('[')?;
+        head[..open].trim_end().rsplit_once('-')?.1.parse().ok()
+    };
+    /// An expiry whose kind the next line on its CPU settles.
+    struct Expiry {
+        late: Nanos,
+        armer: Option<u64>,
+        named_sleep: bool,
+        /// Its CPU has not idled since the timer was armed.
+        same_busy_stretch: bool,
+        /// It interrupted a task, not the idle loop.
+        on_busy_cpu: bool,
+    }
     let mut idled: Vec<u64> = Vec::new();
-    let mut armed: HashMap<String, (Nanos, usize, u64)> = HashMap::new();
+    let mut armed: HashMap<String, (Nanos, usize, u64, Option<u64>)> = HashMap::new();
+    let mut pending: HashMap<usize, Expiry> = HashMap::new();
     let mut late = Vec::new();
-    for line in text.lines() {
-        if let Some((head, fields)) = line.split_once(" sched_switch: ") {
-            if let Some(cpu) = cpu_of(head)
-                && fields.split_whitespace().any(|f| f == "next_pid=0")
-            {
-                if idled.len() <= cpu {
-                    idled.resize(cpu + 1, 0);
-                }
-                idled[cpu] += 1;
-            }
-        } else if let Some((head, fields)) = line.split_once(" hrtimer_start: ") {
-            if let (Some(p), Some(expires), Some(cpu)) = (pointer(fields), value(fields, "expires"), cpu_of(head)) {
-                armed.insert(p, (expires, cpu, idled.get(cpu).copied().unwrap_or(0)));
-            }
-        } else if let Some((_, fields)) = line.split_once(" hrtimer_expire_entry: ")
-            && let (Some(p), Some(now)) = (pointer(fields), value(fields, "now"))
-            && let Some((expires, cpu, idled_at_start)) = armed.remove(&p)
-            && (from..=to).contains(&now)
-        {
-            let a_sleep = fields.contains("function=hrtimer_wakeup");
-            if a_sleep || idled.get(cpu).copied().unwrap_or(0) == idled_at_start {
-                late.push(now.saturating_sub(expires));
-            }
+    let mut busy_sleeps = Vec::new();
+    let settle = |e: Expiry, woke: Option<u64>, late: &mut Vec<Nanos>, busy_sleeps: &mut Vec<Nanos>| {
+        let a_sleep = e.named_sleep || (e.armer.is_some() && woke == e.armer);
+        if a_sleep || e.same_busy_stretch {
+            late.push(e.late);
         }
+        if a_sleep && e.on_busy_cpu {
+            busy_sleeps.push(e.late);
+        }
+    };
+    for line in text.lines() {
+        let Some((head, rest)) = line.split_once(": ") else { continue };
+        let Some(cpu) = cpu_of(head) else { continue };
+        let Some((event, fields)) = rest.split_once(": ") else { continue };
+        if let Some(e) = pending.remove(&cpu) {
+            let woke = matches!(event, "sched_waking" | "sched_wakeup").then(|| value(fields, "pid")).flatten();
+            settle(e, woke, &mut late, &mut busy_sleeps);
+        }
+        match event {
+            "sched_switch" => {
+                if fields.split_whitespace().any(|f| f == "next_pid=0") {
+                    if idled.len() <= cpu {
+                        idled.resize(cpu + 1, 0);
+                    }
+                    idled[cpu] += 1;
+                }
+            }
+            "hrtimer_start" => {
+                if let (Some(p), Some(expires)) = (pointer(fields), value(fields, "expires")) {
+                    armed.insert(p, (expires, cpu, idled.get(cpu).copied().unwrap_or(0), pid_of(head)));
+                }
+            }
+            "hrtimer_expire_entry" => {
+                if let (Some(p), Some(now)) = (pointer(fields), value(fields, "now"))
+                    && let Some((expires, armed_on, idled_at_start, armer)) = armed.remove(&p)
+                    && (from..=to).contains(&now)
+                {
+                    pending.insert(
+                        cpu,
+                        Expiry {
+                            late: now.saturating_sub(expires),
+                            armer,
+                            named_sleep: fields.contains("function=hrtimer_wakeup"),
+                            same_busy_stretch: idled.get(armed_on).copied().unwrap_or(0) == idled_at_start,
+                            on_busy_cpu: pid_of(head).is_some_and(|pid| pid != 0),
+                        },
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    for (_, e) in pending.drain() {
+        settle(e, None, &mut late, &mut busy_sleeps);
     }
     if late.len() < TIMER_SAMPLES_MIN {
         return None;
     }
     late.sort_unstable();
-    let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
-    Some(TimerLateness { median: at(0.5), p90: at(0.9), samples: late.len() })
+    busy_sleeps.sort_unstable();
+    let at = |v: &[Nanos], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    Some(TimerLateness {
+        median: at(&late, 0.5),
+        p90: at(&late, 0.9),
+        samples: late.len(),
+        busy_sleeps: (busy_sleeps.len() >= SLEEP_SAMPLES_MIN)
+            .then(|| SLEEP_PERCENTILES.map(|p| at(&busy_sleeps, p / 100.0))),
+    })
 }
 
 impl Drop for Tracer {
@@ -316,7 +382,7 @@ mod tests {
         }
         text += "  hog-1 [001] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000cafe now=1000000000 function=x\n";
         let all = timer_lateness(&text, 0, u64::MAX).unwrap();
-        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30 });
+        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30, busy_sleeps: None });
         // Only the expiries inside the run's window count, and 19 say nothing.
         assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000), None);
         let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX).unwrap();
@@ -357,6 +423,57 @@ mod tests {
             );
         }
         let l = timer_lateness(&text, 0, u64::MAX).unwrap();
-        assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25 });
+        assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25, busy_sleeps: None });
+    }
+
+    #[test]
+    fn a_sleeps_timer_is_told_by_the_wakeup_of_its_armer_and_its_busy_lateness_kept_as_quantiles() {
+        // A guest prints timer functions as addresses. 250 sleeps of a
+        // cyclic thread whose expiries interrupt a hog, 50 us late but the
+        // last five (2 ms); 30 ticks it arms too, which wake nobody and
+        // fire 8 ms "late" across an idle stretch; 10 sleeps that fire
+        // on an idle CPU, 70 us late: not a busy CPU's delivery.
+        let mut text = String::from("# tracer: nop\n");
+        for i in 0..250u64 {
+            let expires = 1_000_000_000 + i * 1_000_000;
+            let late = if i >= 245 { 2_000_000 } else { 50_000 };
+            text += &format!(
+                "  sl-cyclic-41 [000] d.... 1.0: hrtimer_start: hrtimer=00000000a1 function=0xffffffff810ac831 \
+                 expires={expires} softexpires={expires} mode=ABS was_armed=0\n\
+                 sl-hog-7 [000] d.h.. 1.0: hrtimer_expire_entry: hrtimer=00000000a1 function=0xffffffff810ac831 now={}\n\
+                 sl-hog-7 [000] dNh.. 1.0: sched_wakeup: comm=sl-cyclic pid=41 prio=120 target_cpu=000\n",
+                expires + late
+            );
+        }
+        for i in 0..30u64 {
+            let expires = 2_000_000_000 + i * 4_000_000;
+            text += &format!(
+                "  sl-cyclic-41 [001] d.... 1.0: hrtimer_start: hrtimer=00000000b2 function=0xffffffff810b82cf \
+                 expires={expires} softexpires={expires} mode=ABS\n\
+                 sl-cyclic-41 [001] d.... 1.0: sched_switch: prev_comm=sl-cyclic prev_pid=41 prev_prio=120 \
+                 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n\
+                 <idle>-0 [001] d.h.. 1.0: hrtimer_expire_entry: hrtimer=00000000b2 function=0xffffffff810b82cf now={}\n",
+                expires + 8_000_000
+            );
+        }
+        for i in 0..10u64 {
+            let expires = 3_000_000_000 + i * 1_000_000;
+            text += &format!(
+                "  sl-cyclic-41 [001] d.... 1.0: hrtimer_start: hrtimer=00000000a1 function=0xffffffff810ac831 \
+                 expires={expires} softexpires={expires} mode=ABS\n\
+                 <idle>-0 [001] d.h.. 1.0: hrtimer_expire_entry: hrtimer=00000000a1 function=0xffffffff810ac831 now={}\n\
+                 <idle>-0 [001] dNh.. 1.0: sched_wakeup: comm=sl-cyclic pid=41 prio=120 target_cpu=001\n",
+                expires + 70_000
+            );
+        }
+        let l = timer_lateness(&text, 0, u64::MAX).unwrap();
+        assert_eq!(l.samples, 260, "the ticks seen across an idle stretch are dropped, every sleep kept");
+        let q = l.busy_sleeps.expect("250 busy sleeps");
+        let at = |p: f64| q[SLEEP_PERCENTILES.iter().position(|&x| x == p).unwrap()];
+        assert_eq!((at(0.0), at(50.0), at(95.0)), (50_000, 50_000, 50_000));
+        assert_eq!((at(99.0), at(100.0)), (2_000_000, 2_000_000));
+        // Without the wakeups a sleep is not told from a tick.
+        let unnamed: String = text.lines().filter(|l| !l.contains("sched_wakeup")).map(|l| format!("{l}\n")).collect();
+        assert_eq!(timer_lateness(&unnamed, 0, u64::MAX).unwrap().busy_sleeps, None);
     }
 }

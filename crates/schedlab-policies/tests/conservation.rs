@@ -147,6 +147,45 @@ program = [ { loop = 4, body = [ { run = "2500us" } ] }, { exit = true } ]
 }
 
 #[test]
+fn a_timer_is_as_late_as_its_machines_distribution_draws_and_a_missed_expiry_is_skipped() {
+    // One cyclictest thread at 1 ms alone on a CPU, its timers 20 us late
+    // but one in ten 3.5 ms late (a guest's vCPU its host did not run):
+    // the late ones skip three expiries each, so it wakes about
+    // 1000 / (0.9 + 0.1 * 4) = 769 times a second, where a timer always
+    // 20 us late wakes it 1000 times; the latency counts from the expiry.
+    let text = |late: &str| {
+        format!(
+            r#"
+duration = "4s"
+[machine]
+cpus = 1
+costs = {{ context_switch = "0us", idle_exit = "0us", timer_latency = "{late}" }}
+[[task]]
+name = "cyclic"
+program = [ {{ loop = "forever", body = [ {{ timer = "1ms" }}, {{ run = "10us" }} ] }} ]
+"#
+        )
+    };
+    let steady = workload(&text("20us"));
+    let late = workload(&text("quantiles(p0=20us,p90=20us,p90.01=3.5ms,p100=3.5ms)"));
+    for p in POLICIES {
+        let r = run_checked(&steady, p.name);
+        assert_conservation(&r);
+        let l = &r.specs[0].wakeup_latency;
+        assert!((3_990..=4_000).contains(&l.count) && l.max < 100_000, "{}: {l:?}", p.name);
+        let r = run_checked(&late, p.name);
+        assert_conservation(&r);
+        let l = &r.specs[0].wakeup_latency;
+        assert!((2_900..=3_250).contains(&l.count), "{}: {} wakeups in 4 s", p.name, l.count);
+        let over_3ms: u64 = l.buckets.iter().filter(|b| b.lo >= 2_000_000).map(|b| b.count).sum();
+        let share = over_3ms as f64 / l.count as f64;
+        assert!((0.08..=0.12).contains(&share), "{}: {over_3ms} of {} wakeups late", p.name, l.count);
+        assert!(l.p50 < 100_000, "{}: median {}", p.name, l.p50);
+        assert_eq!(run_checked(&late, p.name), r, "{}: the same seed draws the same lateness", p.name);
+    }
+}
+
+#[test]
 fn the_machines_own_tasks_take_cpu_but_stay_out_of_the_report() {
     // Two jobs of 20 ms on one CPU beside a background task that runs 1
     // ms in every 4 (the machine's own work, as validate adds a guest's).

@@ -99,6 +99,8 @@ struct Prog {
     sleep_epoch: u32,
     /// Intended wakeup time, to measure wakeup latency at the next run.
     woke_at: Option<Nanos>,
+    /// When its sleep's timer was due (before its lateness).
+    timer_due: Nanos,
     /// Its wakeup's cost already holds the switch to it (timer_wakeup).
     switch_paid: bool,
     runnable_since: Nanos,
@@ -373,6 +375,7 @@ impl<'w> Engine<'w> {
             timer_next: Vec::new(),
             sleep_epoch: 0,
             woke_at: None,
+            timer_due: 0,
             switch_paid: false,
             runnable_since: 0,
             last_exec_cpu: None,
@@ -438,7 +441,7 @@ impl<'w> Engine<'w> {
                     // the task pays for the sleep and the wakeup's return.
                     let costs = &self.w.machine.costs;
                     let prog = &mut self.progs[t as usize];
-                    prog.woke_at.get_or_insert(self.sys.now.saturating_sub(costs.timer_latency));
+                    prog.woke_at.get_or_insert(prog.timer_due);
                     prog.remaining += costs.timer_wakeup;
                     prog.penalty += costs.timer_wakeup;
                     prog.switch_paid = true;

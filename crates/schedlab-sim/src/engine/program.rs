@@ -245,7 +245,9 @@ impl<'w> Engine<'w> {
         prog.sleep_epoch = prog.sleep_epoch.wrapping_add(1);
         if let Some(at) = until {
             let epoch = prog.sleep_epoch;
-            self.push(at + self.w.machine.costs.timer_latency, Kind::Wake(t, epoch));
+            let late = self.w.machine.costs.timer_latency.sample(&mut prog.rng);
+            prog.timer_due = at;
+            self.push(at + late, Kind::Wake(t, epoch));
         }
         self.take_sent_preemptions(cpu);
         self.schedule(cpu);

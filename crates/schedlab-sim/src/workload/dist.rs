@@ -1,6 +1,9 @@
 //! Durations that are constants or seeded random distributions, written in
-//! workload files as "3ms", "exp(1ms)", "uniform(1ms,3ms)" or
-//! "lognormal(1ms,0.5)" (median and sigma of the underlying normal).
+//! workload files as "3ms", "exp(1ms)", "uniform(1ms,3ms)",
+//! "lognormal(1ms,0.5)" (median and sigma of the underlying normal) or
+//! "quantiles(p0=30us,p50=50us,p99=1.9ms,p100=5ms)": a measured
+//! distribution given by its quantiles, linear between them (a machine's
+//! timer lateness, as a trace gives it).
 
 use crate::time::{Nanos, format_duration, parse_duration};
 use rand::Rng;
@@ -9,9 +12,20 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 #[derive(Clone, Debug, PartialEq)]
 pub enum Dist {
     Const(Nanos),
-    Exp { mean: Nanos },
-    Uniform { lo: Nanos, hi: Nanos },
-    LogNormal { median: Nanos, sigma: f64 },
+    Exp {
+        mean: Nanos,
+    },
+    Uniform {
+        lo: Nanos,
+        hi: Nanos,
+    },
+    LogNormal {
+        median: Nanos,
+        sigma: f64,
+    },
+    /// (percentile, duration) points of the inverse CDF, from p0 to p100,
+    /// both rising.
+    Quantiles(Box<[(f64, Nanos)]>),
 }
 
 impl Dist {
@@ -50,8 +64,10 @@ impl Dist {
                 }
                 Ok(Dist::LogNormal { median: parse_duration(args[0])?, sigma })
             }
+            "quantiles" => parse_quantiles(text, &args),
             other => Err(format!(
-                "unknown distribution '{other}' in '{text}': use exp(MEAN), uniform(LO,HI) or lognormal(MEDIAN,SIGMA)"
+                "unknown distribution '{other}' in '{text}': use exp(MEAN), uniform(LO,HI), lognormal(MEDIAN,SIGMA) \
+                 or quantiles(p0=LO,...,p100=HI)"
             )),
         }
     }
@@ -59,6 +75,13 @@ impl Dist {
     pub fn sample<R: Rng>(&self, rng: &mut R) -> Nanos {
         match *self {
             Dist::Const(v) => v,
+            Dist::Quantiles(ref points) => {
+                let u: f64 = rng.random::<f64>() * 100.0;
+                let i = points.partition_point(|&(p, _)| p <= u).clamp(1, points.len() - 1);
+                let ((p0, d0), (p1, d1)) = (points[i - 1], points[i]);
+                let f = if p1 > p0 { ((u - p0) / (p1 - p0)).clamp(0.0, 1.0) } else { 0.0 };
+                d0 + ((d1 - d0) as f64 * f).round() as Nanos
+            }
             Dist::Exp { mean } => {
                 let u: f64 = rng.random::<f64>();
                 (-(1.0 - u).ln() * mean as f64).round() as Nanos
@@ -87,7 +110,51 @@ impl Dist {
             Dist::Exp { mean } => mean as f64,
             Dist::Uniform { lo, hi } => (lo as f64 + hi as f64) / 2.0,
             Dist::LogNormal { median, sigma } => median as f64 * (sigma * sigma / 2.0).exp(),
+            // Each segment between two quantiles holds its probability
+            // spread evenly.
+            Dist::Quantiles(ref points) => {
+                points.windows(2).map(|w| (w[1].0 - w[0].0) / 100.0 * (w[0].1 as f64 + w[1].1 as f64) / 2.0).sum()
+            }
         }
+    }
+}
+
+/// quantiles(pP=DURATION, ...): from p0 to p100, both rising (a
+/// percentile may have decimals: p99.9).
+fn parse_quantiles(text: &str, args: &[&str]) -> Result<Dist, String> {
+    let usage = "quantiles(p0=LO, p50=MEDIAN, ..., p100=HI), e.g. quantiles(p0=30us,p50=50us,p99=2ms,p100=5ms)";
+    let mut points: Vec<(f64, Nanos)> = Vec::with_capacity(args.len());
+    for arg in args {
+        let (p, d) = arg
+            .split_once('=')
+            .and_then(|(p, d)| Some((p.trim().strip_prefix('p')?, d.trim())))
+            .ok_or_else(|| format!("'{text}': '{arg}' is not pP=DURATION: {usage}"))?;
+        let pct: f64 = p.parse().map_err(|_| format!("'{text}': 'p{p}' is not a percentile: {usage}"))?;
+        if !(0.0..=100.0).contains(&pct) {
+            return Err(format!("'{text}': p{p} is not between p0 and p100"));
+        }
+        if d.ends_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("'{text}': '{d}' has no time unit: write e.g. p{p}={d}us"));
+        }
+        let d = parse_duration(d).map_err(|m| format!("'{text}': {m}"))?;
+        if let Some(&(last_p, last_d)) = points.last() {
+            if pct <= last_p {
+                return Err(format!("'{text}': the percentiles must rise: p{p} comes after p{last_p}"));
+            }
+            if d < last_d {
+                return Err(format!(
+                    "'{text}': the durations must not fall: p{p}={} is below the one before it",
+                    format_duration(d)
+                ));
+            }
+        }
+        points.push((pct, d));
+    }
+    match (points.first(), points.last()) {
+        (Some(&(first, _)), Some(&(last, _))) if first == 0.0 && last == 100.0 && points.len() >= 2 => {
+            Ok(Dist::Quantiles(points.into_boxed_slice()))
+        }
+        _ => Err(format!("'{text}': give p0 and p100 (the least and the most) and any between: {usage}")),
     }
 }
 
@@ -101,6 +168,10 @@ impl std::fmt::Display for Dist {
             }
             Dist::LogNormal { median, sigma } => {
                 write!(f, "lognormal({},{sigma})", format_duration(*median))
+            }
+            Dist::Quantiles(points) => {
+                let parts: Vec<String> = points.iter().map(|&(p, d)| format!("p{p}={}", format_duration(d))).collect();
+                write!(f, "quantiles({})", parts.join(","))
             }
         }
     }
@@ -145,12 +216,46 @@ mod tests {
         assert!(Dist::parse("gauss(1ms)").unwrap_err().contains("unknown distribution"));
         assert!(Dist::parse("uniform(3ms,1ms)").is_err());
         assert!(Dist::parse("exp(1ms").is_err());
+        assert_eq!(
+            Dist::parse("quantiles(p0=10us, p50=20us, p99.9=1ms, p100=2ms)").unwrap(),
+            Dist::Quantiles(vec![(0.0, 10_000), (50.0, 20_000), (99.9, 1_000_000), (100.0, 2_000_000)].into())
+        );
+    }
+
+    #[test]
+    fn quantiles_refuse_what_is_no_distribution() {
+        for (text, says) in [
+            ("quantiles(p50=1ms,p100=2ms)", "give p0 and p100"),
+            ("quantiles(p0=1ms)", "give p0 and p100"),
+            ("quantiles(p0=1ms,p50=3ms,p40=4ms,p100=5ms)", "must rise"),
+            ("quantiles(p0=2ms,p50=1ms,p100=5ms)", "must not fall"),
+            ("quantiles(p0=1ms,p101=2ms)", "between p0 and p100"),
+            ("quantiles(0=1ms,p100=2ms)", "not pP=DURATION"),
+            ("quantiles(p0=1,p100=2ms)", "unit"),
+        ] {
+            let e = Dist::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn quantile_samples_fall_where_their_quantiles_say() {
+        let d = Dist::parse("quantiles(p0=0us,p50=100us,p90=200us,p100=10ms)").unwrap();
+        let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
+        let mut s: Vec<Nanos> = (0..20_000).map(|_| d.sample(&mut rng)).collect();
+        s.sort_unstable();
+        let at = |q: f64| s[(q * s.len() as f64) as usize] as f64;
+        assert!((at(0.5) / 100_000.0 - 1.0).abs() < 0.03, "median {}", at(0.5));
+        assert!((at(0.9) / 200_000.0 - 1.0).abs() < 0.03, "p90 {}", at(0.9));
+        assert!(at(0.25) > 40_000.0 && at(0.25) < 60_000.0, "linear below the median: {}", at(0.25));
+        assert!(*s.last().unwrap() <= 10_000_000 && s[0] < 1_000);
+        assert_eq!(Dist::parse(&d.to_string()).unwrap(), d, "{d} reads back");
     }
 
     #[test]
     fn sample_means_are_close() {
         let mut rng = rand_pcg::Pcg64Mcg::seed_from_u64(7);
-        for d in ["exp(1ms)", "uniform(1ms,3ms)", "lognormal(1ms,0.5)"] {
+        for d in ["exp(1ms)", "uniform(1ms,3ms)", "lognormal(1ms,0.5)", "quantiles(p0=0ms,p90=1ms,p100=11ms)"] {
             let d = Dist::parse(d).unwrap();
             let n = 20_000;
             let sum: f64 = (0..n).map(|_| d.sample(&mut rng) as f64).sum();

@@ -308,8 +308,11 @@ pub struct Costs {
     /// clock_nanosleep() call and the return from the timer's wakeup.
     pub timer_wakeup: Nanos,
     /// How late a timer wakes its task past the time it was set for (the
-    /// timer interrupt's delivery), before any idle exit.
-    pub timer_latency: Nanos,
+    /// timer interrupt's delivery), before any idle exit: drawn for each
+    /// timer from the task's seeded generator. One duration, or the
+    /// quantiles a machine's trace gave (an emulated timer is now and
+    /// then milliseconds late, which a median does not carry).
+    pub timer_latency: Dist,
     /// Each tick arrives up to this much after its jiffy boundary (uniform,
     /// seeded per CPU and jiffy): interrupts of one jiffy reach the CPUs in
     /// no fixed order, and an emulated timer is more irregular still.
@@ -334,8 +337,25 @@ pub const COST_NAMES: &[&str] = &[
 ];
 
 impl Costs {
-    /// Replace one cost by the name `[machine] costs` gives it (`--cost`).
+    /// Replace one cost by the name `[machine] costs` gives it.
     pub fn set(&mut self, name: &str, value: Nanos) -> Result<(), String> {
+        self.set_dist(name, Dist::Const(value))
+    }
+
+    /// Replace one cost by its name (`--cost`): one duration, or for
+    /// timer_latency a distribution.
+    pub fn set_dist(&mut self, name: &str, value: Dist) -> Result<(), String> {
+        // A cost is paid per event: nanoseconds to milliseconds. Hours would
+        // only push events past the engine's horizon.
+        if value.mean() > crate::time::NSEC_PER_SEC as f64 {
+            return Err(format!(
+                "cost {name} = {value} is more than a second: a cost is paid at every event, e.g. {name} = \"8us\""
+            ));
+        }
+        if name == "timer_latency" {
+            self.timer_latency = value;
+            return Ok(());
+        }
         let slot = match name {
             "context_switch" => &mut self.context_switch,
             "migration" => &mut self.migration,
@@ -347,18 +367,15 @@ impl Costs {
             "thread_exit" => &mut self.thread_exit,
             "run_stretch" => &mut self.run_stretch,
             "timer_wakeup" => &mut self.timer_wakeup,
-            "timer_latency" => &mut self.timer_latency,
             "tick_jitter" => &mut self.tick_jitter,
             _ => return Err(format!("unknown cost '{name}': use one of {}", COST_NAMES.join(", "))),
         };
-        // A cost is paid per event: nanoseconds to milliseconds. Hours would
-        // only push events past the engine's horizon.
-        if value > crate::time::NSEC_PER_SEC {
+        let Dist::Const(value) = value else {
             return Err(format!(
-                "cost {name} = {} is more than a second: a cost is paid at every event, e.g. {name} = \"8us\"",
-                crate::time::format_duration(value)
+                "cost {name} takes one duration, not {value}: only timer_latency takes a distribution, \
+                 e.g. timer_latency=quantiles(p0=30us,p50=50us,p99=2ms,p100=5ms)"
             ));
-        }
+        };
         *slot = value;
         Ok(())
     }
@@ -382,8 +399,12 @@ impl Costs {
 
     /// The command line's costs over these.
     pub(crate) fn overridden(mut self, ov: &Overrides) -> Result<Costs, WorkloadError> {
-        for (name, &value) in &ov.costs {
-            self.set(name, value).map_err(|message| WorkloadError { origin: "--cost".into(), line: 0, message })?;
+        for (name, value) in &ov.costs {
+            self.set_dist(name, value.clone()).map_err(|message| WorkloadError {
+                origin: "--cost".into(),
+                line: 0,
+                message,
+            })?;
         }
         Ok(self)
     }
@@ -407,7 +428,7 @@ impl Default for Costs {
             thread_exit: 0,
             run_stretch: 0,
             timer_wakeup: 0,
-            timer_latency: 0,
+            timer_latency: Dist::Const(0),
             tick_jitter: 4 * NSEC_PER_USEC,
         }
     }
@@ -525,8 +546,9 @@ pub struct Overrides {
     pub seed: Option<u64>,
     pub params: BTreeMap<String, i64>,
     pub tunables: BTreeMap<String, i64>,
-    /// `[machine] costs` by name, e.g. from `schedlab calibrate`.
-    pub costs: BTreeMap<String, Nanos>,
+    /// `[machine] costs` by name, e.g. from `schedlab calibrate`: one
+    /// duration each, a distribution for timer_latency.
+    pub costs: BTreeMap<String, Dist>,
     /// `[machine] uptime`.
     pub uptime: Option<Nanos>,
 }

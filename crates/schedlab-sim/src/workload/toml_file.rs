@@ -250,7 +250,7 @@ impl Ctx<'_> {
             thread_exit: cost(&file.costs.thread_exit, defaults.thread_exit),
             run_stretch: cost(&file.costs.run_stretch, defaults.run_stretch),
             timer_wakeup: cost(&file.costs.timer_wakeup, defaults.timer_wakeup),
-            timer_latency: cost(&file.costs.timer_latency, defaults.timer_latency),
+            timer_latency: file.costs.timer_latency.clone().unwrap_or(defaults.timer_latency),
             tick_jitter: cost(&file.costs.tick_jitter, defaults.tick_jitter),
         }
         .overridden(ov)?;

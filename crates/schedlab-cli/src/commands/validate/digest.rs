@@ -95,6 +95,15 @@ pub(super) struct RunDigest {
     pub(super) cpu_beyond_work_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) fork_cpu_us: Option<f64>,
+    /// A thread that only runs and sleeps: its CPU per timed wakeup beyond
+    /// its work (us), and how late the sleeps' timers fired on busy CPUs
+    /// at `schedlab_host::tracing::SLEEP_PERCENTILES` (us): what a timed
+    /// wakeup cost and how late it came in this run (runs booted since
+    /// the runner measured them, 2026-11-27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) timer_wakeup_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) sleep_timer_late_us: Option<Vec<f64>>,
 }
 
 impl RunDigest {
@@ -124,6 +133,11 @@ impl RunDigest {
             thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
             fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
+            timer_wakeup_us: r.extra_figure(schedlab_host::TIMER_WAKEUP_CPU_US),
+            sleep_timer_late_us: schedlab_host::tracing::SLEEP_PERCENTILES
+                .iter()
+                .map(|&p| r.extra_figure(&schedlab_host::sleep_timer_late_name(p)))
+                .collect(),
         }
     }
 

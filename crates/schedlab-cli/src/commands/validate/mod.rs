@@ -58,8 +58,10 @@ use experiments::*;
 use guest::*;
 use judge::*;
 use rayon::prelude::*;
+use schedlab_host::tracing::SLEEP_PERCENTILES;
 use schedlab_policies::PolicyInfo;
 use schedlab_sim::report::decisions::{DecisionCounter, Decisions};
+use schedlab_sim::workload::dist::Dist;
 use schedlab_sim::{Report, Workload};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -450,6 +452,7 @@ impl<'a> Kernel<'a> {
         let mut before_start = Vec::new();
         let mut thread_exit = Vec::new();
         let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
+        let (mut timer_wakeup, mut sleep_late) = (Vec::new(), Vec::new());
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
@@ -484,6 +487,8 @@ impl<'a> Kernel<'a> {
             thread_exit.push(real.thread_exit_us);
             beyond_work.push(real.cpu_beyond_work_pct);
             fork_cpu.push(real.fork_cpu_us);
+            timer_wakeup.push(real.timer_wakeup_us);
+            sleep_late.push(real.sleep_timer_late_us.clone());
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
@@ -518,6 +523,11 @@ impl<'a> Kernel<'a> {
             // a run.
             run_stretch: median_of_every(beyond_work, 1e4).filter(|&s| s > 0),
             fork: median_of_every(fork_cpu, 1e3),
+            // Runs booted since the runner measured them (2026-11-27),
+            // where threads slept on timers: what a timed wakeup cost them
+            // and how late it came.
+            timer_wakeup: median_of_every(timer_wakeup, 1e3),
+            timer_lateness: timer_lateness(sleep_late),
             at_gate: median_of_every(at_gate, 1e3),
             controller_cpu: median_of_every(controller_cpu, 1e6),
             // Where every run traced the whole guest (runs kept from before
@@ -611,6 +621,11 @@ struct Start {
     run_stretch: Option<u64>,
     /// A forking thread's CPU time per fork.
     fork: Option<u64>,
+    /// A thread's CPU time per timed wakeup, beyond its work.
+    timer_wakeup: Option<u64>,
+    /// How late the sleeps' timers fired on busy CPUs, at
+    /// `SLEEP_PERCENTILES`: each percentile the runs' median.
+    timer_lateness: Option<[u64; SLEEP_PERCENTILES.len()]>,
     /// Of that, what a thread had used at the start gate.
     at_gate: Option<u64>,
     /// The runner's controller's CPU time before it created the threads,
@@ -625,6 +640,29 @@ struct Start {
 fn median_of_every(values: Vec<Option<f64>>, ns: f64) -> Option<u64> {
     let values = values.into_iter().collect::<Option<Vec<f64>>>().filter(|v| !v.is_empty())?;
     Some((median(values) * ns) as u64)
+}
+
+/// The runs' timer lateness (us at `SLEEP_PERCENTILES`), each percentile
+/// the median of the runs, in ns; where every run measured it.
+fn timer_lateness(runs: Vec<Option<Vec<f64>>>) -> Option<[u64; SLEEP_PERCENTILES.len()]> {
+    let runs = runs.into_iter().collect::<Option<Vec<Vec<f64>>>>().filter(|r| !r.is_empty())?;
+    if runs.iter().any(|r| r.len() != SLEEP_PERCENTILES.len()) {
+        return None;
+    }
+    let mut q = [0; SLEEP_PERCENTILES.len()];
+    for (i, slot) in q.iter_mut().enumerate() {
+        *slot = (median(runs.iter().map(|r| r[i]).collect()) * 1e3) as u64;
+    }
+    // Medians of rising columns may not rise: keep them a distribution.
+    for i in 1..q.len() {
+        q[i] = q[i].max(q[i - 1]);
+    }
+    Some(q)
+}
+
+/// The distribution a simulation draws `timer_latency` from.
+fn lateness_dist(q: &[u64; SLEEP_PERCENTILES.len()]) -> Dist {
+    Dist::Quantiles(SLEEP_PERCENTILES.iter().zip(q).map(|(&p, &ns)| (p, ns)).collect())
 }
 
 /// `exp` simulated under `policy` with seeds 1..=runs, in parallel, with
@@ -643,7 +681,7 @@ fn simulated(
             let mut cm = experiment_common(exp, duration, seed);
             cm.set.clone_from(&opts.set);
             if let Some(g) = guest {
-                cm.cost = g.costs.to_vec();
+                cm.cost = g.costs.iter().map(|(name, ns)| (name.clone(), Dist::Const(*ns))).collect();
                 cm.uptime = g.start.uptime;
             }
             let mut w = load_workload(&cm)?;
@@ -670,6 +708,17 @@ fn simulated(
             }
             if let Some(fork) = guest.and_then(|g| g.start.fork) {
                 w.machine.costs.fork = fork;
+            }
+            // A timed wakeup as the runs' threads paid it (one that
+            // preempts a busy CPU costs more than calibrate's on an idle
+            // one: jitter's 80-110 us against 60), and its timer as late as
+            // the runs' were, tail included: a timer a period late skips
+            // an expiry of cyclictest's.
+            if let Some(cost) = guest.and_then(|g| g.start.timer_wakeup) {
+                w.machine.costs.timer_wakeup = cost;
+            }
+            if let Some(q) = guest.and_then(|g| g.start.timer_lateness) {
+                w.machine.costs.timer_latency = lateness_dist(&q);
             }
             // The guest's own work runs beside the workload from the
             // machine's start, not forked by the runner's controller.

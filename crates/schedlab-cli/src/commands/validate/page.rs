@@ -83,7 +83,13 @@ pub(super) fn page(
          trace): the CPU time the guest charged to threads that only run beyond what they spun for (`cpu_beyond_work_pct`: \
          interrupts, a vCPU its host did not run; as `run_stretch`, per millisecond of a run) and a \
          forking thread's CPU time per fork in the runner (`fork_cpu_us`, as `fork`, in place of \
-         calibrate's bare clone).\n\n\
+         calibrate's bare clone). Where threads sleep on timers (runs booted since the runner measured them, 2026-11-27), it \
+         charges a timed wakeup what the runs' threads paid for one beyond their work (`timer_wakeup_cpu_us`, \
+         as `timer_wakeup`: a wakeup that preempts a busy CPU costs more than calibrate's on an idle one) \
+         and draws each timer's lateness from the quantiles of the runs' sleep timers that fired on a busy \
+         CPU (`sleep_timer_late_p50_us` and the rest, from the trace; as `timer_latency`): an emulated \
+         timer now and then fires a tick late, and a period-late timer skips an expiry of cyclictest's, \
+         which one median does not carry.\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -296,12 +302,21 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             row.start.run_stretch.map(|s| format!("{:.1}% of a run beyond its work", s as f64 / 1e4)),
             row.start.fork.map(|f| format!("{:.0} µs a fork", f as f64 / 1e3)),
             row.start.thread_exit.map(|e| format!("{:.0} µs an exit", e as f64 / 1e3)),
+            row.start.timer_wakeup.map(|t| format!("{:.0} µs a timed wakeup", t as f64 / 1e3)),
         ]
         .into_iter()
         .flatten()
         .collect();
         if !paid.is_empty() {
             beside.push_str(&format!("; the threads paid {}", paid.join(", ")));
+        }
+        if let Some(q) = row.start.timer_lateness {
+            let at = |p: f64| SLEEP_PERCENTILES.iter().position(|&x| x == p).map_or(0.0, |i| q[i] as f64 / 1e3);
+            beside.push_str(&format!(
+                "; their timers fired {:.0} µs late at the median, {:.0} µs at the 99th percentile",
+                at(50.0),
+                at(99.0)
+            ));
         }
         let name =
             if first { format!("{} <br><small>{}{beside}</small>", row.exp.id, row.exp.what) } else { String::new() };

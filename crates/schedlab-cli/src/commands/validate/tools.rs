@@ -272,7 +272,7 @@ fn simulated(
             let ov = schedlab_sim::Overrides {
                 seed: Some(seed),
                 duration: (!check.finite).then_some(duration),
-                costs: machine.iter().cloned().collect(),
+                costs: machine.iter().map(|(name, ns)| (name.clone(), Dist::Const(*ns))).collect(),
                 ..Default::default()
             };
             let w = Workload::from_toml(&text, check.line, &ov).map_err(|e| anyhow::anyhow!("{}: {e}", check.line))?;
