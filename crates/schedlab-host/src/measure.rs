@@ -32,6 +32,16 @@ pub(crate) struct TraceFigures {
     /// work where the trace is the whole machine's.
     pub(crate) other_runs: u64,
     pub(crate) other_on_cpu: Nanos,
+    /// Of each of our threads' runs in which it woke another of ours
+    /// (sched_waking in its context), the time from its switch-in to the
+    /// first such wakeup and from that wakeup to its switch-out: sums and
+    /// how many runs.
+    pub(crate) before_waking: HashMap<i32, (Nanos, u64)>,
+    pub(crate) after_waking: HashMap<i32, (Nanos, u64)>,
+    /// From each wakeup one of ours sent to another of ours on an idle CPU
+    /// (sched_waking on the waker's CPU) to the wakee's switch-in there:
+    /// the IPI and the idle exit.
+    pub(crate) idle_wakeups: Vec<Nanos>,
 }
 
 /// Switches, voluntary/involuntary splits, migrations and run time per
@@ -55,8 +65,15 @@ pub(crate) fn analyse_trace(
         exit_cpu: HashMap::new(),
         other_runs: 0,
         other_on_cpu: 0,
+        before_waking: HashMap::new(),
+        after_waking: HashMap::new(),
+        idle_wakeups: Vec::new(),
     };
+    // Wakees woken by ours on an idle CPU: when, and on which CPU.
+    let mut idle_woken: HashMap<i32, (Nanos, u32)> = HashMap::new();
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
+    // Per CPU, when the thread running there first woke another of ours.
+    let mut woke_at: HashMap<u32, Nanos> = HashMap::new();
     let mut runnable_since: HashMap<i32, Nanos> = HashMap::new();
     let mut after_end: HashMap<i32, Nanos> = HashMap::new();
     let mut other_running: HashMap<u32, Nanos> = HashMap::new();
@@ -77,6 +94,15 @@ pub(crate) fn analyse_trace(
                         && tid == prev
                     {
                         *f.on_cpu.entry(tid).or_default() += in_program(tid, since, ev.ts);
+                        if let Some(woke) = woke_at.remove(&ev.cpu)
+                            && since >= t0
+                            && ev.ts <= stop
+                        {
+                            let before = f.before_waking.entry(tid).or_default();
+                            *before = (before.0 + (woke - since), before.1 + 1);
+                            let after = f.after_waking.entry(tid).or_default();
+                            *after = (after.0 + (ev.ts - woke), after.1 + 1);
+                        }
                         if let Some(&end) = ended.get(&tid) {
                             *after_end.entry(tid).or_default() += ev.ts.saturating_sub(since.max(end));
                         }
@@ -103,10 +129,18 @@ pub(crate) fn analyse_trace(
                         }
                     }
                 }
+                woke_at.remove(&ev.cpu);
                 if let Some(since) = other_running.remove(&ev.cpu) {
                     f.other_on_cpu += overlap(since, ev.ts);
                 }
                 if next_ours {
+                    if let Some((woken, cpu)) = idle_woken.remove(&next)
+                        && cpu == ev.cpu
+                        && woken >= t0
+                        && ev.ts <= stop
+                    {
+                        f.idle_wakeups.push(ev.ts - woken);
+                    }
                     running.insert(ev.cpu, (next, ev.ts));
                     if let Some(since) = runnable_since.remove(&next) {
                         *f.run_delay.entry(next).or_default() += overlap(since, ev.ts);
@@ -121,6 +155,20 @@ pub(crate) fn analyse_trace(
             }
             SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
                 f.per_tid.entry(*pid as i32).or_default().2 += 1;
+            }
+            SchedEventKind::Waking { pid, target_cpu, .. }
+                if spec_of.contains_key(&(*pid as i32))
+                    && running.get(&ev.cpu).is_some_and(|&(t, _)| t != *pid as i32) =>
+            {
+                woke_at.entry(ev.cpu).or_insert(ev.ts);
+                let idle = *target_cpu != ev.cpu
+                    && !running.contains_key(target_cpu)
+                    && !other_running.contains_key(target_cpu);
+                if idle {
+                    idle_woken.insert(*pid as i32, (ev.ts, *target_cpu));
+                } else {
+                    idle_woken.remove(&(*pid as i32));
+                }
             }
             // A wakeup of a task already runnable (or running) changes
             // nothing: its wait began at the earlier one.
@@ -262,6 +310,51 @@ pub const FORK_CPU_US: &str = "fork_cpu_us";
 /// in a TCG guest: 80 us against calibrate's 60).
 pub const TIMER_WAKEUP_CPU_US: &str = "timer_wakeup_cpu_us";
 
+/// The extra figure of a host report that says how much CPU time a thread
+/// whose program only runs, signals and waits on channels (lat-ctx's ping
+/// and pong) spent per wakeup from a wait, beyond its run ops stretched as
+/// `cpu_beyond_work_pct` says (us, the median of such threads): the
+/// read's return, the switch to it and what its own signals cost (a pipe
+/// write, the IPI to the reader's CPU). A simulation charges it as
+/// `context_switch`, `wake_remote` and the rest as `wait_wakeup`.
+pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
+
+/// The extra figures of a host report that split a run of such a thread
+/// (lat-ctx's) at the wakeup it sends (sched_waking in its context): from
+/// its switch-in to that wakeup beyond its work (the switch, the read's
+/// return, the write up to the wakeup) and from the wakeup to its
+/// switch-out (the write's
+/// IPI and return, the next read until it blocks); us, the median of the
+/// threads' means, where the trace has sched_waking.
+pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
+/// The extra figure of a host report that says how long a wakeup one of
+/// the workload's threads sent another on an idle CPU took to run it
+/// (sched_waking to its switch-in: the IPI and the idle exit; us, the
+/// median), where the trace has sched_waking: a simulation's `idle_exit`.
+pub const IDLE_WAKEUP_P50: &str = "idle_wakeup_p50_us";
+pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
+
+/// The median over the threads whose programs only run, signal and wait of
+/// their mean per run in `per_tid` (a sum and a count), less their run
+/// ops' work per wakeup with `less_work`, in ns.
+fn waiters_median(
+    w: &Workload,
+    results: &[ThreadResult],
+    per_tid: &HashMap<i32, (Nanos, u64)>,
+    less_work: bool,
+) -> Option<Nanos> {
+    let means: Vec<Nanos> = results
+        .iter()
+        .filter(|r| runs_and_waits(&w.tasks[r.spec as usize].program))
+        .filter_map(|r| {
+            let (sum, n) = per_tid.get(&r.tid).filter(|(_, n)| *n > 0)?;
+            let work = if less_work { r.burnt / r.wakeups.max(1) } else { 0 };
+            Some((sum / n).saturating_sub(work))
+        })
+        .collect();
+    (!means.is_empty()).then(|| crate::calibrate::median(means))
+}
+
 /// The extra figures of a host report that give how late the sleeps'
 /// timers fired on busy CPUs, at `tracing::SLEEP_PERCENTILES` (us, from
 /// the trace): `sleep_timer_late_p50_us` and so on. A simulation draws its
@@ -294,12 +387,31 @@ fn runs_and_sleeps(program: &[schedlab_sim::workload::Op]) -> bool {
         })
 }
 
-/// `TIMER_WAKEUP_CPU_US` (in ns) of a run's threads, their runs stretched
-/// by `beyond`.
-fn timer_wakeup_cpu(w: &Workload, results: &[ThreadResult], beyond: Option<f64>) -> Option<Nanos> {
+/// Whether a program only runs, signals channels and waits on them: its
+/// thread's CPU clock is its work and its wakeups from a pipe read.
+fn runs_and_waits(program: &[schedlab_sim::workload::Op]) -> bool {
+    use schedlab_sim::workload::Op;
+    program.iter().any(|op| matches!(op, Op::Wait(_)))
+        && program.iter().all(|op| {
+            matches!(
+                op,
+                Op::Run(_) | Op::Signal(_) | Op::Wait(_) | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit
+            )
+        })
+}
+
+/// A thread's CPU per wakeup beyond its runs stretched by `beyond` (in
+/// ns, the median of the threads whose programs `kind` accepts):
+/// `TIMER_WAKEUP_CPU_US` or `WAIT_WAKEUP_CPU_US`.
+fn cpu_per_wakeup(
+    w: &Workload,
+    results: &[ThreadResult],
+    beyond: Option<f64>,
+    kind: fn(&[schedlab_sim::workload::Op]) -> bool,
+) -> Option<Nanos> {
     let per_wakeup: Vec<Nanos> = results
         .iter()
-        .filter(|r| r.wakeups > 0 && runs_and_sleeps(&w.tasks[r.spec as usize].program))
+        .filter(|r| r.wakeups > 0 && kind(&w.tasks[r.spec as usize].program))
         .map(|r| {
             let runs = r.burnt as f64 * (1.0 + beyond.unwrap_or(0.0));
             ((r.cpu_time as f64 - runs).max(0.0) / r.wakeups as f64).round() as Nanos
@@ -573,7 +685,16 @@ pub(crate) fn build_report(
     let exits: Vec<Nanos> = figures.as_ref().map_or_else(Vec::new, |f| f.exit_cpu.values().copied().collect());
     let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
     let (beyond, fork_cpu) = beyond_work(w, &results);
-    let timer_wakeup = timer_wakeup_cpu(w, &results, beyond);
+    let timer_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_sleeps);
+    let wait_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_waits);
+    let signal_split = figures.as_ref().map(|f| {
+        (waiters_median(w, &results, &f.before_waking, true), waiters_median(w, &results, &f.after_waking, false))
+    });
+    let (to_signal, after_signal) = signal_split.unwrap_or((None, None));
+    let idle_wakeup = figures
+        .as_ref()
+        .filter(|f| !f.idle_wakeups.is_empty())
+        .map(|f| crate::calibrate::median(f.idle_wakeups.clone()));
     let sleep_late: Vec<(String, f64)> = timers
         .and_then(|t| t.busy_sleeps)
         .into_iter()
@@ -615,6 +736,10 @@ pub(crate) fn build_report(
             .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
             .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
             .chain(timer_wakeup.map(|t| (TIMER_WAKEUP_CPU_US, t as f64 / 1e3)))
+            .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
+            .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
+            .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
+            .chain(idle_wakeup.map(|t| (IDLE_WAKEUP_P50, t as f64 / 1e3)))
             .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
             .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
             .chain(
@@ -638,6 +763,41 @@ pub(crate) fn build_report(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipe_hop_is_split_at_the_wakeup_its_reader_sends_and_an_idle_cpus_wakeup_timed() {
+        // lat_ctx: ping (20) on CPU 0 and pong (21) on CPU 1 each run 90
+        // us, waking the other 30 us in, whose idle CPU runs it 50 us
+        // after the wakeup.
+        let sw = |cpu: u32, ts: &str, prev: u32, state: &str, next: u32| {
+            format!(
+                " x-{prev} [00{cpu}] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
+                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
+            )
+        };
+        let waking = |cpu: u32, ts: &str, by: u32, pid: u32, target: u32| {
+            format!(" x-{by} [00{cpu}] d.... {ts}: sched_waking: comm=x pid={pid} prio=120 target_cpu=00{target}\n")
+        };
+        let text = [
+            sw(0, "1.000000", 0, "R", 20),
+            waking(0, "1.000030", 20, 21, 1),
+            sw(1, "1.000080", 0, "R", 21),
+            sw(0, "1.000090", 20, "S", 0),
+            waking(1, "1.000110", 21, 20, 0),
+            sw(0, "1.000160", 0, "R", 20),
+            sw(1, "1.000170", 21, "S", 0),
+        ]
+        .concat();
+        let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
+        let spec_of = HashMap::from([(20, 0), (21, 1)]);
+        let none = HashMap::new();
+        let f = analyse_trace(&events, &spec_of, 2, 1_000_000_000, 1_010_000_000, &none, &none);
+        assert_eq!(f.before_waking.get(&20), Some(&(30_000, 1)));
+        assert_eq!(f.after_waking.get(&20), Some(&(60_000, 1)));
+        assert_eq!(f.before_waking.get(&21), Some(&(30_000, 1)));
+        assert_eq!(f.after_waking.get(&21), Some(&(60_000, 1)));
+        assert_eq!(f.idle_wakeups, vec![50_000, 50_000]);
+    }
 
     #[test]
     fn the_trace_gives_each_threads_run_delay_and_exit() {
@@ -734,8 +894,9 @@ program = [ { loop = "forever", body = [ { run = "1ms" }, { sleep = "1ms" } ] } 
         // others never slept and say nothing of it.
         let mut results = results;
         results[2].wakeups = 10_000;
-        assert_eq!(timer_wakeup_cpu(&w, &results, beyond), Some(2_500));
-        assert_eq!(timer_wakeup_cpu(&w, &results[..2], beyond), None);
+        assert_eq!(cpu_per_wakeup(&w, &results, beyond, runs_and_sleeps), Some(2_500));
+        assert_eq!(cpu_per_wakeup(&w, &results[..2], beyond, runs_and_sleeps), None);
+        assert_eq!(cpu_per_wakeup(&w, &results, beyond, runs_and_waits), None, "nobody waits on a channel");
         // Without threads that only run, neither is known but the fork.
         let (beyond, fork) = beyond_work(&w, &results[2..]);
         assert_eq!(beyond, None);

@@ -29,7 +29,9 @@ fn event_path(ev: &str) -> String {
     if ev.contains('/') { ev.to_string() } else { format!("sched/{ev}") }
 }
 
-const EVENTS: [&str; 4] = ["sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
+/// sched_waking, printed on the waker's CPU, says when a thread's signal
+/// woke another: the split of a pipe hop's CPU before and after it.
+const EVENTS: [&str; 5] = ["sched_switch", "sched_waking", "sched_wakeup", "sched_wakeup_new", "sched_migrate_task"];
 /// A recorded program (`schedlab record`, a real program in a guest or on
 /// this machine) adds sched_waking, printed in the waker's context (how a
 /// replay learns who woke whom), the process events (fork makes a child

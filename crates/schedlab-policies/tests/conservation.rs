@@ -186,6 +186,39 @@ program = [ {{ loop = "forever", body = [ {{ timer = "1ms" }}, {{ run = "10us" }
 }
 
 #[test]
+fn a_pipe_readers_wakeup_costs_its_reader_what_the_machine_says() {
+    // lat_ctx on two CPUs: each hop is the reader's switch (10 us), its
+    // read's return (wait_wakeup, 29 us) and its 1 us of work before it
+    // writes, the IPI to the other, idle CPU (20 us) and the writer's 15 us
+    // after it (wake_remote, beside the next hop): 60 us a hop, every hop
+    // a switch, each task on a CPU 55 us of the 120 us of two hops.
+    let text = r#"
+duration = "1200ms"
+[machine]
+cpus = 2
+costs = { context_switch = "10us", idle_exit = "20us", wake_remote = "15us", wait_wakeup = "29us" }
+[[task]]
+name = "ping"
+affinity = "0"
+program = [ { loop = "forever", body = [ { run = "1us" }, { signal = "to-pong" }, { wait = "to-ping" } ] } ]
+[[task]]
+name = "pong"
+affinity = "1"
+program = [ { loop = "forever", body = [ { wait = "to-pong" }, { run = "1us" }, { signal = "to-ping" } ] } ]
+"#;
+    for p in POLICIES {
+        let r = run_checked(&workload(text), p.name);
+        assert_conservation(&r);
+        let rate = r.totals.context_switches_per_sec;
+        assert!((16_500.0..=16_700.0).contains(&rate), "{}: {rate} switches/s, 16,667 a 60 us hop", p.name);
+        for t in &r.tasks {
+            let share = t.cpu_time_ns as f64 / r.duration_ns as f64;
+            assert!((0.45..=0.47).contains(&share), "{}: {} on a CPU {share:.3} of the run", p.name, t.name);
+        }
+    }
+}
+
+#[test]
 fn the_machines_own_tasks_take_cpu_but_stay_out_of_the_report() {
     // Two jobs of 20 ms on one CPU beside a background task that runs 1
     // ms in every 4 (the machine's own work, as validate adds a guest's).

@@ -216,7 +216,16 @@ impl<'w> Engine<'w> {
     pub(super) fn signal(&mut self, waker: TaskId, ch: ChanId) {
         let chan = &mut self.chans[ch as usize];
         match chan.waiters.pop_front() {
-            Some(t) => self.wake(t, Some(waker), false),
+            Some(t) => {
+                // The read's return, beyond the switch to its reader.
+                let cost = self.w.machine.costs.wait_wakeup;
+                if cost > 0 {
+                    let prog = &mut self.progs[t as usize];
+                    prog.remaining += cost;
+                    prog.penalty += cost;
+                }
+                self.wake(t, Some(waker), false)
+            }
             None => chan.tokens += 1,
         }
     }

@@ -307,6 +307,12 @@ pub struct Costs {
     /// CPU time charged to a task for each timed sleep it wakes from: the
     /// clock_nanosleep() call and the return from the timer's wakeup.
     pub timer_wakeup: Nanos,
+    /// CPU time charged to a task for each wakeup from a channel `wait` (a
+    /// pipe read that blocked) beyond the context switch to it: the read's
+    /// return, which a virtual CPU switched in from idle after an IPI
+    /// takes far longer over than calibrate's switch between two tasks
+    /// (lat-ctx in a TCG guest: 80 us of CPU a hop against a 12 us switch).
+    pub wait_wakeup: Nanos,
     /// How late a timer wakes its task past the time it was set for (the
     /// timer interrupt's delivery), before any idle exit: drawn for each
     /// timer from the task's seeded generator. One duration, or the
@@ -332,6 +338,7 @@ pub const COST_NAMES: &[&str] = &[
     "thread_exit",
     "run_stretch",
     "timer_wakeup",
+    "wait_wakeup",
     "timer_latency",
     "tick_jitter",
 ];
@@ -367,6 +374,7 @@ impl Costs {
             "thread_exit" => &mut self.thread_exit,
             "run_stretch" => &mut self.run_stretch,
             "timer_wakeup" => &mut self.timer_wakeup,
+            "wait_wakeup" => &mut self.wait_wakeup,
             "tick_jitter" => &mut self.tick_jitter,
             _ => return Err(format!("unknown cost '{name}': use one of {}", COST_NAMES.join(", "))),
         };
@@ -428,6 +436,7 @@ impl Default for Costs {
             thread_exit: 0,
             run_stretch: 0,
             timer_wakeup: 0,
+            wait_wakeup: 0,
             timer_latency: Dist::Const(0),
             tick_jitter: 4 * NSEC_PER_USEC,
         }

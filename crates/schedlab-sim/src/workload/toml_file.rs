@@ -53,6 +53,7 @@ struct CostsFile {
     thread_exit: Option<Dist>,
     run_stretch: Option<Dist>,
     timer_wakeup: Option<Dist>,
+    wait_wakeup: Option<Dist>,
     timer_latency: Option<Dist>,
     tick_jitter: Option<Dist>,
 }
@@ -250,6 +251,7 @@ impl Ctx<'_> {
             thread_exit: cost(&file.costs.thread_exit, defaults.thread_exit),
             run_stretch: cost(&file.costs.run_stretch, defaults.run_stretch),
             timer_wakeup: cost(&file.costs.timer_wakeup, defaults.timer_wakeup),
+            wait_wakeup: cost(&file.costs.wait_wakeup, defaults.wait_wakeup),
             timer_latency: file.costs.timer_latency.clone().unwrap_or(defaults.timer_latency),
             tick_jitter: cost(&file.costs.tick_jitter, defaults.tick_jitter),
         }

@@ -453,6 +453,7 @@ impl<'a> Kernel<'a> {
         let mut thread_exit = Vec::new();
         let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
         let (mut timer_wakeup, mut sleep_late) = (Vec::new(), Vec::new());
+        let (mut to_signal, mut after_signal, mut idle_wakeup) = (Vec::new(), Vec::new(), Vec::new());
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
@@ -489,6 +490,9 @@ impl<'a> Kernel<'a> {
             fork_cpu.push(real.fork_cpu_us);
             timer_wakeup.push(real.timer_wakeup_us);
             sleep_late.push(real.sleep_timer_late_us.clone());
+            to_signal.push(real.wait_run_to_signal_us);
+            after_signal.push(real.wait_signal_to_switch_us);
+            idle_wakeup.push(real.idle_wakeup_us);
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
@@ -528,6 +532,8 @@ impl<'a> Kernel<'a> {
             // and how late it came.
             timer_wakeup: median_of_every(timer_wakeup, 1e3),
             timer_lateness: timer_lateness(sleep_late),
+            wait_hop: median_of_every(to_signal, 1e3).zip(median_of_every(after_signal, 1e3)),
+            idle_wakeup: median_of_every(idle_wakeup, 1e3),
             at_gate: median_of_every(at_gate, 1e3),
             controller_cpu: median_of_every(controller_cpu, 1e6),
             // Where every run traced the whole guest (runs kept from before
@@ -623,6 +629,11 @@ struct Start {
     fork: Option<u64>,
     /// A thread's CPU time per timed wakeup, beyond its work.
     timer_wakeup: Option<u64>,
+    /// A pipe reader's run split at the wakeup it sends: from its switch-in
+    /// to the wakeup beyond its work, and from the wakeup to its switch-out.
+    wait_hop: Option<(u64, u64)>,
+    /// From a wakeup sent to an idle CPU to the wakee's run there.
+    idle_wakeup: Option<u64>,
     /// How late the sleeps' timers fired on busy CPUs, at
     /// `SLEEP_PERCENTILES`: each percentile the runs' median.
     timer_lateness: Option<[u64; SLEEP_PERCENTILES.len()]>,
@@ -719,6 +730,23 @@ fn simulated(
             }
             if let Some(q) = guest.and_then(|g| g.start.timer_lateness) {
                 w.machine.costs.timer_latency = lateness_dist(&q);
+            }
+            // A wakeup sent to an idle CPU takes as long to run its task as
+            // the runs' did (their trace's sched_waking to the switch-in),
+            // where they measured it: calibrate's idle_exit is another
+            // boot's, and this machine's guests slow down by the hour.
+            if let Some(delay) = guest.and_then(|g| g.start.idle_wakeup) {
+                w.machine.costs.idle_exit = delay;
+            }
+            // A pipe reader's run as the runs' readers split it (lat-ctx:
+            // 30 us from its switch-in to the wakeup it sends, beyond its
+            // work, and 60 us from there to its switch-out, against
+            // calibrate's 12 us switch and 27 us IPI): the first is the
+            // switch and the read's return (`wait_wakeup`), the second the
+            // reply's IPI and the next read (`wake_remote`).
+            if let Some((to_signal, after)) = guest.and_then(|g| g.start.wait_hop) {
+                w.machine.costs.wait_wakeup = to_signal.saturating_sub(w.machine.costs.context_switch);
+                w.machine.costs.wake_remote = after;
             }
             // The guest's own work runs beside the workload from the
             // machine's start, not forked by the runner's controller.

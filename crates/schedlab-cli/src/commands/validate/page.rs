@@ -89,7 +89,14 @@ pub(super) fn page(
          and draws each timer's lateness from the quantiles of the runs' sleep timers that fired on a busy \
          CPU (`sleep_timer_late_p50_us` and the rest, from the trace; as `timer_latency`): an emulated \
          timer now and then fires a tick late, and a period-late timer skips an expiry of cyclictest's, \
-         which one median does not carry.\n\n\
+         which one median does not carry. Since the runs booted 2026-11-27 with the runner that traces \
+         sched_waking, a wakeup one of the workload's threads sends to an idle CPU runs its task as late as \
+         in the runs (`idle_wakeup_p50_us`, as `idle_exit`), and where threads pass a token over pipes \
+         (lat-ctx) a reader's run is split as the runs' readers split it at the wakeup they send \
+         (`wait_run_to_signal_us`, beyond a switch, as `wait_wakeup`; `wait_signal_to_switch_us` as \
+         `wake_remote`). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
+         turns check that a hop is those pieces and nothing else (no wait for a busy CPU, no move), not \
+         the costs.\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
@@ -303,6 +310,14 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             row.start.fork.map(|f| format!("{:.0} µs a fork", f as f64 / 1e3)),
             row.start.thread_exit.map(|e| format!("{:.0} µs an exit", e as f64 / 1e3)),
             row.start.timer_wakeup.map(|t| format!("{:.0} µs a timed wakeup", t as f64 / 1e3)),
+            row.start.wait_hop.map(|(to, after)| {
+                format!(
+                    "{:.0} µs from a pipe's wakeup to the reply and {:.0} µs after it",
+                    to as f64 / 1e3,
+                    after as f64 / 1e3
+                )
+            }),
+            row.start.idle_wakeup.map(|t| format!("{:.0} µs to wake an idle CPU", t as f64 / 1e3)),
         ]
         .into_iter()
         .flatten()
