@@ -303,13 +303,11 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
             settle(e, woke, &mut late, &mut busy_sleeps);
         }
         match event {
-            "sched_switch" => {
-                if fields.split_whitespace().any(|f| f == "next_pid=0") {
-                    if idled.len() <= cpu {
-                        idled.resize(cpu + 1, 0);
-                    }
-                    idled[cpu] += 1;
+            "sched_switch" if fields.split_whitespace().any(|f| f == "next_pid=0") => {
+                if idled.len() <= cpu {
+                    idled.resize(cpu + 1, 0);
                 }
+                idled[cpu] += 1;
             }
             "hrtimer_start" => {
                 if let (Some(p), Some(expires)) = (pointer(fields), value(fields, "expires")) {

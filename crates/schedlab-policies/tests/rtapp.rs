@@ -8,6 +8,7 @@ use common::run;
 use schedlab_policies::POLICIES;
 use schedlab_sim::formats::rtapp::from_rtapp_json;
 use schedlab_sim::time::{NSEC_PER_MSEC, NSEC_PER_SEC};
+use schedlab_sim::workload::dist::Dist;
 use schedlab_sim::{Overrides, Report, Workload};
 
 fn example(name: &str) -> String {
@@ -21,7 +22,7 @@ fn example(name: &str) -> String {
 /// what these tests of rt-app's events count, wherever a policy places the
 /// tasks.
 fn cpus(n: u32) -> Overrides {
-    let free = ["context_switch", "migration", "idle_exit"].map(|c| (c.to_string(), 0));
+    let free = ["context_switch", "migration", "idle_exit"].map(|c| (c.to_string(), Dist::Const(0)));
     Overrides { cpus: Some(n), costs: free.into(), ..Overrides::default() }
 }
 
