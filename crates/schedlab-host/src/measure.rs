@@ -42,7 +42,15 @@ pub(crate) struct TraceFigures {
     /// (sched_waking on the waker's CPU) to the wakee's switch-in there:
     /// the IPI and the idle exit.
     pub(crate) idle_wakeups: Vec<Nanos>,
+    /// From each wakeup of ours aimed at a CPU running another task to the
+    /// wakee's switch-in there, where it preempted that task within
+    /// [`PREEMPT_WITHIN`]: the wakeup's interrupt returning into schedule().
+    pub(crate) preempting_wakeups: Vec<Nanos>,
 }
+
+/// A preemption later than this after its wakeup was not decided at the
+/// wakeup (the task waited for a tick or a slice's end).
+pub(crate) const PREEMPT_WITHIN: Nanos = 1_000_000;
 
 /// Switches, voluntary/involuntary splits, migrations and run time per
 /// switch of our threads, from the trace, inside [t0, stop].
@@ -68,7 +76,10 @@ pub(crate) fn analyse_trace(
         before_waking: HashMap::new(),
         after_waking: HashMap::new(),
         idle_wakeups: Vec::new(),
+        preempting_wakeups: Vec::new(),
     };
+    // Wakees woken by anyone on a CPU running another task: when, where.
+    let mut busy_woken: HashMap<i32, (Nanos, u32)> = HashMap::new();
     // Wakees woken by ours on an idle CPU: when, and on which CPU.
     let mut idle_woken: HashMap<i32, (Nanos, u32)> = HashMap::new();
     let mut running: HashMap<u32, (i32, Nanos)> = HashMap::new();
@@ -134,6 +145,16 @@ pub(crate) fn analyse_trace(
                     f.other_on_cpu += overlap(since, ev.ts);
                 }
                 if next_ours {
+                    if let Some((woken, cpu)) = busy_woken.remove(&next)
+                        && cpu == ev.cpu
+                        && prev != 0
+                        && prev_state.starts_with('R')
+                        && ev.ts - woken < PREEMPT_WITHIN
+                        && woken >= t0
+                        && ev.ts <= stop
+                    {
+                        f.preempting_wakeups.push(ev.ts - woken);
+                    }
                     if let Some((woken, cpu)) = idle_woken.remove(&next)
                         && cpu == ev.cpu
                         && woken >= t0
@@ -156,18 +177,23 @@ pub(crate) fn analyse_trace(
             SchedEventKind::Migrate { pid, .. } if inside && spec_of.contains_key(&(*pid as i32)) => {
                 f.per_tid.entry(*pid as i32).or_default().2 += 1;
             }
-            SchedEventKind::Waking { pid, target_cpu, .. }
-                if spec_of.contains_key(&(*pid as i32))
-                    && running.get(&ev.cpu).is_some_and(|&(t, _)| t != *pid as i32) =>
-            {
-                woke_at.entry(ev.cpu).or_insert(ev.ts);
-                let idle = *target_cpu != ev.cpu
-                    && !running.contains_key(target_cpu)
-                    && !other_running.contains_key(target_cpu);
-                if idle {
-                    idle_woken.insert(*pid as i32, (ev.ts, *target_cpu));
+            SchedEventKind::Waking { pid, target_cpu, .. } if spec_of.contains_key(&(*pid as i32)) => {
+                let wakee = *pid as i32;
+                let target_busy = running.contains_key(target_cpu) || other_running.contains_key(target_cpu);
+                // Sent by another of ours from its own CPU: its signal,
+                // and (to an idle CPU) an IPI and an idle exit.
+                if running.get(&ev.cpu).is_some_and(|&(t, _)| t != wakee) {
+                    woke_at.entry(ev.cpu).or_insert(ev.ts);
+                    if *target_cpu != ev.cpu && !target_busy {
+                        idle_woken.insert(wakee, (ev.ts, *target_cpu));
+                    } else {
+                        idle_woken.remove(&wakee);
+                    }
+                }
+                if target_busy {
+                    busy_woken.insert(wakee, (ev.ts, *target_cpu));
                 } else {
-                    idle_woken.remove(&(*pid as i32));
+                    busy_woken.remove(&wakee);
                 }
             }
             // A wakeup of a task already runnable (or running) changes
@@ -314,25 +340,35 @@ pub const TIMER_WAKEUP_CPU_US: &str = "timer_wakeup_cpu_us";
 /// whose program only runs, signals and waits on channels (lat-ctx's ping
 /// and pong) spent per wakeup from a wait, beyond its run ops stretched as
 /// `cpu_beyond_work_pct` says (us, the median of such threads): the
-/// read's return, the switch to it and what its own signals cost (a pipe
-/// write, the IPI to the reader's CPU). A simulation charges it as
-/// `context_switch`, `wake_remote` and the rest as `wait_wakeup`.
+/// switch to it, the read's return and what its own signals cost (a pipe
+/// write, the IPI to the reader's CPU). The split below says which part
+/// comes before its signal and which after.
 pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 
 /// The extra figures of a host report that split a run of such a thread
-/// (lat-ctx's) at the wakeup it sends (sched_waking in its context): from
-/// its switch-in to that wakeup beyond its work (the switch, the read's
-/// return, the write up to the wakeup) and from the wakeup to its
-/// switch-out (the write's
-/// IPI and return, the next read until it blocks); us, the median of the
-/// threads' means, where the trace has sched_waking.
+/// at the wakeup it sends (sched_waking in its context): from its
+/// switch-in to that wakeup beyond its work (the switch, the read's
+/// return, the write up to the wakeup: a simulation's `context_switch` and
+/// `wait_wakeup`) and from the wakeup to its switch-out (the write's IPI
+/// and return, the next read until it blocks: `wake_remote`); us, the
+/// median of the threads' means, where the trace has sched_waking.
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
+pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
+
 /// The extra figure of a host report that says how long a wakeup one of
 /// the workload's threads sent another on an idle CPU took to run it
 /// (sched_waking to its switch-in: the IPI and the idle exit; us, the
 /// median), where the trace has sched_waking: a simulation's `idle_exit`.
 pub const IDLE_WAKEUP_P50: &str = "idle_wakeup_p50_us";
-pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
+
+/// The extra figure of a host report that says how long after a wakeup
+/// of one of the workload's threads aimed at a CPU running another task
+/// the woken thread was switched in there, where it preempted that task
+/// within a millisecond (us, the median; where the trace has
+/// sched_waking): the wakeup's interrupt (a timer's, an IPI) returning
+/// into schedule(), which a simulation takes as immediate. A cfs-6.1 TCG
+/// guest's wakeup-preemption: 63 us from a timer's expiry to the switch.
+pub const PREEMPT_WAKEUP_P50: &str = "preempt_wakeup_p50_us";
 
 /// The median over the threads whose programs only run, signal and wait of
 /// their mean per run in `per_tid` (a sum and a count), less their run
@@ -695,6 +731,10 @@ pub(crate) fn build_report(
         .as_ref()
         .filter(|f| !f.idle_wakeups.is_empty())
         .map(|f| crate::calibrate::median(f.idle_wakeups.clone()));
+    let preempt_wakeup = figures
+        .as_ref()
+        .filter(|f| !f.preempting_wakeups.is_empty())
+        .map(|f| crate::calibrate::median(f.preempting_wakeups.clone()));
     let sleep_late: Vec<(String, f64)> = timers
         .and_then(|t| t.busy_sleeps)
         .into_iter()
@@ -740,6 +780,7 @@ pub(crate) fn build_report(
             .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
             .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
             .chain(idle_wakeup.map(|t| (IDLE_WAKEUP_P50, t as f64 / 1e3)))
+            .chain(preempt_wakeup.map(|t| (PREEMPT_WAKEUP_P50, t as f64 / 1e3)))
             .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
             .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
             .chain(
@@ -797,6 +838,38 @@ mod tests {
         assert_eq!(f.before_waking.get(&21), Some(&(30_000, 1)));
         assert_eq!(f.after_waking.get(&21), Some(&(60_000, 1)));
         assert_eq!(f.idle_wakeups, vec![50_000, 50_000]);
+    }
+
+    #[test]
+    fn a_wakeup_that_preempts_a_busy_cpu_is_timed_to_its_switch_and_one_that_waits_is_not() {
+        // A hog (30) runs on CPU 0; its timer's interrupt wakes a sleeper
+        // (31) there, which preempts the hog 50 us later; the next wakeup
+        // waits 3 ms for the hog's slice to end, a decision of the
+        // scheduler's, not the interrupt's path.
+        let sw = |ts: &str, prev: u32, state: &str, next: u32| {
+            format!(
+                " x-{prev} [000] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
+                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
+            )
+        };
+        let waking =
+            |ts: &str| format!(" x-30 [000] dNh.. {ts}: sched_waking: comm=x pid=31 prio=120 target_cpu=000\n");
+        let text = [
+            sw("0.999000", 0, "R", 30),
+            waking("1.000000"),
+            sw("1.000050", 30, "R", 31),
+            sw("1.000100", 31, "S", 30),
+            waking("1.010000"),
+            sw("1.013000", 30, "R", 31),
+            sw("1.013050", 31, "S", 30),
+        ]
+        .concat();
+        let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
+        let spec_of = HashMap::from([(30, 0), (31, 1)]);
+        let none = HashMap::new();
+        let f = analyse_trace(&events, &spec_of, 2, 1_000_000_000 - 1, 1_020_000_000, &none, &none);
+        assert_eq!(f.preempting_wakeups, vec![50_000]);
+        assert!(f.idle_wakeups.is_empty(), "a CPU's own interrupt wakes no idle CPU");
     }
 
     #[test]
