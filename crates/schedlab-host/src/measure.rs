@@ -355,11 +355,14 @@ pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
 pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
 
-/// The extra figure of a host report that says how long a wakeup one of
+/// The extra figures of a host report that say how long a wakeup one of
 /// the workload's threads sent another on an idle CPU took to run it
 /// (sched_waking to its switch-in: the IPI and the idle exit; us, the
-/// median), where the trace has sched_waking: a simulation's `idle_exit`.
+/// median and the mean), where the trace has sched_waking: a simulation's
+/// `idle_exit`. A rate of such wakeups (lat-ctx's hops) follows the mean,
+/// which an emulated CPU's occasional long exit lifts above the median.
 pub const IDLE_WAKEUP_P50: &str = "idle_wakeup_p50_us";
+pub const IDLE_WAKEUP_MEAN: &str = "idle_wakeup_mean_us";
 
 /// The extra figure of a host report that says how long after a wakeup
 /// of one of the workload's threads aimed at a CPU running another task
@@ -727,10 +730,10 @@ pub(crate) fn build_report(
         (waiters_median(w, &results, &f.before_waking, true), waiters_median(w, &results, &f.after_waking, false))
     });
     let (to_signal, after_signal) = signal_split.unwrap_or((None, None));
-    let idle_wakeup = figures
-        .as_ref()
-        .filter(|f| !f.idle_wakeups.is_empty())
-        .map(|f| crate::calibrate::median(f.idle_wakeups.clone()));
+    let idle_wakeup = figures.as_ref().filter(|f| !f.idle_wakeups.is_empty()).map(|f| {
+        let mean = f.idle_wakeups.iter().sum::<Nanos>() / f.idle_wakeups.len() as Nanos;
+        (crate::calibrate::median(f.idle_wakeups.clone()), mean)
+    });
     let preempt_wakeup = figures
         .as_ref()
         .filter(|f| !f.preempting_wakeups.is_empty())
@@ -750,52 +753,55 @@ pub(crate) fn build_report(
         migrations: migrations_total,
         events: 0,
     };
-    let head = Report {
-        source: "host".into(),
-        scheduler: format!("linux {} (this machine)", host.kernel_release),
-        workload: w.name.clone(),
-        seed: w.seed,
-        cpus: w.nr_cpus(),
-        hz: host.hz.unwrap_or(0),
-        tunables,
-        per_cpu,
-        extra: std::iter::once(("other_processes_cpu_pct", other_pct))
-            .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
-            .chain(others.into_iter().flatten())
-            .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
-            .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
-            .chain(std::iter::once((
-                CPU_BEFORE_START_P50,
-                crate::calibrate::median(results.iter().map(|r| r.cpu_before_start).collect()) as f64 / 1e3,
-            )))
-            .chain(std::iter::once((
-                CPU_AT_GATE_P50,
-                crate::calibrate::median(results.iter().map(|r| r.cpu_at_gate).collect()) as f64 / 1e3,
-            )))
-            .chain(exit_p50.map(|e| (THREAD_EXIT_P50, e as f64 / 1e3)))
-            .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
-            .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
-            .chain(timer_wakeup.map(|t| (TIMER_WAKEUP_CPU_US, t as f64 / 1e3)))
-            .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
-            .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
-            .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
-            .chain(idle_wakeup.map(|t| (IDLE_WAKEUP_P50, t as f64 / 1e3)))
-            .chain(preempt_wakeup.map(|t| (PREEMPT_WAKEUP_P50, t as f64 / 1e3)))
-            .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
-            .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
-            .chain(
-                timers
-                    .into_iter()
-                    .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
-            )
-            .map(|(name, value)| (name.to_string(), value))
-            .chain(sleep_late)
-            .map(|(name, value)| (name, (value * 10.0).round() / 10.0))
-            .collect(),
-        absent,
-        host: Some(host),
-        ..Report::default()
-    };
+    let head =
+        Report {
+            source: "host".into(),
+            scheduler: format!("linux {} (this machine)", host.kernel_release),
+            workload: w.name.clone(),
+            seed: w.seed,
+            cpus: w.nr_cpus(),
+            hz: host.hz.unwrap_or(0),
+            tunables,
+            per_cpu,
+            extra: std::iter::once(("other_processes_cpu_pct", other_pct))
+                .chain(to_others_pct.map(|p| ("involuntary_to_other_processes_pct", p)))
+                .chain(others.into_iter().flatten())
+                .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
+                .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
+                .chain(std::iter::once((
+                    CPU_BEFORE_START_P50,
+                    crate::calibrate::median(results.iter().map(|r| r.cpu_before_start).collect()) as f64 / 1e3,
+                )))
+                .chain(std::iter::once((
+                    CPU_AT_GATE_P50,
+                    crate::calibrate::median(results.iter().map(|r| r.cpu_at_gate).collect()) as f64 / 1e3,
+                )))
+                .chain(exit_p50.map(|e| (THREAD_EXIT_P50, e as f64 / 1e3)))
+                .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
+                .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
+                .chain(timer_wakeup.map(|t| (TIMER_WAKEUP_CPU_US, t as f64 / 1e3)))
+                .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
+                .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
+                .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
+                .chain(idle_wakeup.into_iter().flat_map(|(p50, mean)| {
+                    [(IDLE_WAKEUP_P50, p50 as f64 / 1e3), (IDLE_WAKEUP_MEAN, mean as f64 / 1e3)]
+                }))
+                .chain(preempt_wakeup.map(|t| (PREEMPT_WAKEUP_P50, t as f64 / 1e3)))
+                .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
+                .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
+                .chain(
+                    timers
+                        .into_iter()
+                        .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
+                )
+                .map(|(name, value)| (name.to_string(), value))
+                .chain(sleep_late)
+                .map(|(name, value)| (name, (value * 10.0).round() / 10.0))
+                .collect(),
+            absent,
+            host: Some(host),
+            ..Report::default()
+        };
     let names: Vec<String> = w.tasks.iter().map(|t| t.name.clone()).collect();
     let spec_rps = figures.map(|f| f.rps).unwrap_or_else(|| vec![Hist::default(); w.tasks.len()]);
     (assemble(head, counts, raw, &names, &spec_lat, &spec_rps), foreign)

@@ -104,16 +104,17 @@ pub(super) struct RunDigest {
     pub(super) timer_wakeup_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) sleep_timer_late_us: Option<Vec<f64>>,
-    /// A thread that only runs, signals and waits on pipes: its run split at the wakeup it sends (us: switch-in to the wakeup
-    /// beyond its work, the wakeup to its switch-out), and a wakeup to an
-    /// idle CPU's delay to the wakee's run (us, the median), from the
-    /// trace's sched_waking (runs booted since 2026-11-27).
+    /// A thread that only runs, signals and waits on pipes: its run split
+    /// at the wakeup it sends (us: switch-in to the wakeup beyond its work,
+    /// the wakeup to its switch-out), and a wakeup to an idle CPU's delay
+    /// to the wakee's run (us, the mean), from the trace's sched_waking
+    /// (runs booted since 2026-11-27).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) wait_run_to_signal_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) wait_signal_to_switch_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) idle_wakeup_us: Option<f64>,
+    pub(super) idle_wakeup_mean_us: Option<f64>,
 }
 
 impl RunDigest {
@@ -146,7 +147,7 @@ impl RunDigest {
             timer_wakeup_us: r.extra_figure(schedlab_host::TIMER_WAKEUP_CPU_US),
             wait_run_to_signal_us: r.extra_figure(schedlab_host::WAIT_RUN_TO_SIGNAL_US),
             wait_signal_to_switch_us: r.extra_figure(schedlab_host::WAIT_SIGNAL_TO_SWITCH_US),
-            idle_wakeup_us: r.extra_figure(schedlab_host::IDLE_WAKEUP_P50),
+            idle_wakeup_mean_us: r.extra_figure(schedlab_host::IDLE_WAKEUP_MEAN),
             sleep_timer_late_us: schedlab_host::tracing::SLEEP_PERCENTILES
                 .iter()
                 .map(|&p| r.extra_figure(&schedlab_host::sleep_timer_late_name(p)))

@@ -492,7 +492,7 @@ impl<'a> Kernel<'a> {
             sleep_late.push(real.sleep_timer_late_us.clone());
             to_signal.push(real.wait_run_to_signal_us);
             after_signal.push(real.wait_signal_to_switch_us);
-            idle_wakeup.push(real.idle_wakeup_us);
+            idle_wakeup.push(real.idle_wakeup_mean_us);
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
@@ -732,9 +732,10 @@ fn simulated(
                 w.machine.costs.timer_latency = lateness_dist(&q);
             }
             // A wakeup sent to an idle CPU takes as long to run its task as
-            // the runs' did (their trace's sched_waking to the switch-in),
-            // where they measured it: calibrate's idle_exit is another
-            // boot's, and this machine's guests slow down by the hour.
+            // the runs' did on average (their trace's sched_waking to the
+            // switch-in; a rate of such wakeups follows the mean), where
+            // they measured it: calibrate's idle_exit is another boot's,
+            // and this machine's guests slow down by the hour.
             if let Some(delay) = guest.and_then(|g| g.start.idle_wakeup) {
                 w.machine.costs.idle_exit = delay;
             }

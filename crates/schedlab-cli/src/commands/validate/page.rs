@@ -91,7 +91,8 @@ pub(super) fn page(
          timer now and then fires a tick late, and a period-late timer skips an expiry of cyclictest's, \
          which one median does not carry. Since the runs booted 2026-11-27 with the runner that traces \
          sched_waking, a wakeup one of the workload's threads sends to an idle CPU runs its task as late as \
-         in the runs (`idle_wakeup_p50_us`, as `idle_exit`), and where threads pass a token over pipes \
+         in the runs on average (`idle_wakeup_mean_us`, as `idle_exit`: a rate of such wakeups follows the \
+         mean), and where threads pass a token over pipes \
          (lat-ctx) a reader's run is split as the runs' readers split it at the wakeup they send \
          (`wait_run_to_signal_us`, beyond a switch, as `wait_wakeup`; `wait_signal_to_switch_us` as \
          `wake_remote`). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
@@ -317,7 +318,7 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
                     after as f64 / 1e3
                 )
             }),
-            row.start.idle_wakeup.map(|t| format!("{:.0} µs to wake an idle CPU", t as f64 / 1e3)),
+            row.start.idle_wakeup.map(|t| format!("{:.0} µs to wake an idle CPU on average", t as f64 / 1e3)),
         ]
         .into_iter()
         .flatten()
