@@ -6,6 +6,7 @@
 use crate::*;
 use schedlab_sim::formats::ftrace::{SchedEvent, SchedEventKind};
 use schedlab_sim::report::{CpuReport, HostInfo, RunCounts, TaskRaw, assemble};
+use schedlab_sim::workload::Op;
 use schedlab_sim::{Nanos, Report, Workload, report::Hist};
 use std::collections::HashMap;
 
@@ -402,41 +403,35 @@ pub fn sleep_timer_late_name(percentile: f64) -> String {
     format!("sleep_timer_late_p{percentile}_us")
 }
 
-/// Whether a program only runs (run ops in loops, an exit), and forks
-/// where `forks` allows: its thread's CPU clock is its work and forks.
-fn only_runs(program: &[schedlab_sim::workload::Op], forks: bool) -> bool {
-    use schedlab_sim::workload::Op;
-    program.iter().all(|op| match op {
-        Op::Run(_) | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit => true,
-        Op::Fork(_) => forks,
-        _ => false,
-    })
+/// Whether every op of a program runs (run ops in loops, an exit) or is
+/// one `also` accepts: its thread's CPU clock is its work and those ops.
+fn runs_and(program: &[Op], also: fn(&Op) -> bool) -> bool {
+    program.iter().all(|op| matches!(op, Op::Run(_) | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit) || also(op))
 }
 
-/// Whether a program only runs and sleeps (to a time or for a while):
-/// its thread's CPU clock is its work and its timed wakeups.
-fn runs_and_sleeps(program: &[schedlab_sim::workload::Op]) -> bool {
-    use schedlab_sim::workload::Op;
-    program.iter().any(|op| matches!(op, Op::Sleep(_) | Op::Timer { .. }))
-        && program.iter().all(|op| {
-            matches!(
-                op,
-                Op::Run(_) | Op::Sleep(_) | Op::Timer { .. } | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit
-            )
-        })
+/// Whether a program only runs (and exits).
+fn only_runs(program: &[Op]) -> bool {
+    runs_and(program, |_| false)
 }
 
-/// Whether a program only runs, signals channels and waits on them: its
-/// thread's CPU clock is its work and its wakeups from a pipe read.
-fn runs_and_waits(program: &[schedlab_sim::workload::Op]) -> bool {
-    use schedlab_sim::workload::Op;
+/// Whether a program only runs and forks.
+fn runs_and_forks(program: &[Op]) -> bool {
+    runs_and(program, |op| matches!(op, Op::Fork(_)))
+}
+
+/// Whether a program only runs and sleeps (to a time or for a while), and
+/// sleeps: its thread's CPU clock is its work and its timed wakeups.
+fn runs_and_sleeps(program: &[Op]) -> bool {
+    let sleeps = |op: &Op| matches!(op, Op::Sleep(_) | Op::Timer { .. });
+    program.iter().any(sleeps) && runs_and(program, sleeps)
+}
+
+/// Whether a program only runs, signals channels and waits on them, and
+/// waits: its thread's CPU clock is its work and its wakeups from a pipe
+/// read.
+fn runs_and_waits(program: &[Op]) -> bool {
     program.iter().any(|op| matches!(op, Op::Wait(_)))
-        && program.iter().all(|op| {
-            matches!(
-                op,
-                Op::Run(_) | Op::Signal(_) | Op::Wait(_) | Op::LoopStart { .. } | Op::LoopEnd { .. } | Op::Exit
-            )
-        })
+        && runs_and(program, |op| matches!(op, Op::Signal(_) | Op::Wait(_)))
 }
 
 /// A thread's CPU per wakeup beyond its runs stretched by `beyond` (in
@@ -446,7 +441,7 @@ fn cpu_per_wakeup(
     w: &Workload,
     results: &[ThreadResult],
     beyond: Option<f64>,
-    kind: fn(&[schedlab_sim::workload::Op]) -> bool,
+    kind: fn(&[Op]) -> bool,
 ) -> Option<Nanos> {
     let per_wakeup: Vec<Nanos> = results
         .iter()
@@ -464,12 +459,12 @@ fn cpu_per_wakeup(
 fn beyond_work(w: &Workload, results: &[ThreadResult]) -> (Option<f64>, Option<Nanos>) {
     let program = |r: &ThreadResult| &w.tasks[r.spec as usize].program[..];
     let runners: Vec<&ThreadResult> =
-        results.iter().filter(|r| r.burnt > 0 && r.forks == 0 && only_runs(program(r), false)).collect();
+        results.iter().filter(|r| r.burnt > 0 && r.forks == 0 && only_runs(program(r))).collect();
     let burnt: Nanos = runners.iter().map(|r| r.burnt).sum();
     let beyond = (burnt > 0).then(|| runners.iter().map(|r| r.cpu_time).sum::<Nanos>() as f64 / burnt as f64 - 1.0);
     let per_fork: Vec<Nanos> = results
         .iter()
-        .filter(|r| r.forks > 0 && only_runs(program(r), true))
+        .filter(|r| r.forks > 0 && runs_and_forks(program(r)))
         .map(|r| {
             let runs = r.burnt as f64 * (1.0 + beyond.unwrap_or(0.0));
             ((r.cpu_time as f64 - runs).max(0.0) / r.forks as f64) as Nanos
@@ -811,20 +806,24 @@ pub(crate) fn build_report(
 mod tests {
     use super::*;
 
+    /// A sched_switch line on `cpu`, as tracefs prints it.
+    fn sw(cpu: u32, ts: &str, prev: u32, state: &str, next: u32) -> String {
+        format!(
+            " x-{prev} [00{cpu}] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
+             prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
+        )
+    }
+
+    /// A sched_waking line: `by`, running on `cpu`, wakes `pid` for `target`.
+    fn waking(cpu: u32, ts: &str, by: u32, pid: u32, target: u32) -> String {
+        format!(" x-{by} [00{cpu}] d.... {ts}: sched_waking: comm=x pid={pid} prio=120 target_cpu=00{target}\n")
+    }
+
     #[test]
     fn a_pipe_hop_is_split_at_the_wakeup_its_reader_sends_and_an_idle_cpus_wakeup_timed() {
         // lat_ctx: ping (20) on CPU 0 and pong (21) on CPU 1 each run 90
         // us, waking the other 30 us in, whose idle CPU runs it 50 us
         // after the wakeup.
-        let sw = |cpu: u32, ts: &str, prev: u32, state: &str, next: u32| {
-            format!(
-                " x-{prev} [00{cpu}] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
-                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
-            )
-        };
-        let waking = |cpu: u32, ts: &str, by: u32, pid: u32, target: u32| {
-            format!(" x-{by} [00{cpu}] d.... {ts}: sched_waking: comm=x pid={pid} prio=120 target_cpu=00{target}\n")
-        };
         let text = [
             sw(0, "1.000000", 0, "R", 20),
             waking(0, "1.000030", 20, 21, 1),
@@ -852,22 +851,14 @@ mod tests {
         // (31) there, which preempts the hog 50 us later; the next wakeup
         // waits 3 ms for the hog's slice to end, a decision of the
         // scheduler's, not the interrupt's path.
-        let sw = |ts: &str, prev: u32, state: &str, next: u32| {
-            format!(
-                " x-{prev} [000] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
-                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
-            )
-        };
-        let waking =
-            |ts: &str| format!(" x-30 [000] dNh.. {ts}: sched_waking: comm=x pid=31 prio=120 target_cpu=000\n");
         let text = [
-            sw("0.999000", 0, "R", 30),
-            waking("1.000000"),
-            sw("1.000050", 30, "R", 31),
-            sw("1.000100", 31, "S", 30),
-            waking("1.010000"),
-            sw("1.013000", 30, "R", 31),
-            sw("1.013050", 31, "S", 30),
+            sw(0, "0.999000", 0, "R", 30),
+            waking(0, "1.000000", 30, 31, 0),
+            sw(0, "1.000050", 30, "R", 31),
+            sw(0, "1.000100", 31, "S", 30),
+            waking(0, "1.010000", 30, 31, 0),
+            sw(0, "1.013000", 30, "R", 31),
+            sw(0, "1.013050", 31, "S", 30),
         ]
         .concat();
         let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
@@ -885,26 +876,20 @@ mod tests {
         // 1.003, and 10 runs again (1 ms); 10 sleeps at 1.004, is woken
         // at 1.005 (and again, which changes nothing) and runs at 1.006;
         // a wakeup while it runs adds nothing either.
-        let sw = |ts: &str, prev: u32, state: &str, next: u32| {
-            format!(
-                " x-{prev} [000] d.... {ts}: sched_switch: prev_comm=x prev_pid={prev} prev_prio=120 \
-                 prev_state={state} ==> next_comm=y next_pid={next} next_prio=120\n"
-            )
-        };
         let wake = |ts: &str, pid: u32, new: &str| {
             format!(" x-1 [000] d.... {ts}: sched_wakeup{new}: comm=x pid={pid} prio=120 target_cpu=000\n")
         };
         let text = [
-            sw("0.999000", 0, "R", 10),
+            sw(0, "0.999000", 0, "R", 10),
             wake("1.000000", 11, "_new"),
-            sw("1.002000", 10, "R", 11),
-            sw("1.003000", 11, "X", 10),
-            sw("1.004000", 10, "S", 0),
+            sw(0, "1.002000", 10, "R", 11),
+            sw(0, "1.003000", 11, "X", 10),
+            sw(0, "1.004000", 10, "S", 0),
             wake("1.005000", 10, ""),
             wake("1.005500", 10, ""),
-            sw("1.006000", 0, "R", 10),
+            sw(0, "1.006000", 0, "R", 10),
             wake("1.006500", 10, ""),
-            sw("1.007000", 10, "S", 0),
+            sw(0, "1.007000", 10, "S", 0),
         ]
         .concat();
         let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
