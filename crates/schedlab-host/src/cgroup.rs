@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 pub struct Cgroups {
     /// Directory of each group; index 0 (the root group) is None.
     dirs: Vec<Option<PathBuf>>,
+    /// The `tasks` file of each group, made before any thread needs it.
+    tasks: Vec<Option<PathBuf>>,
     /// Created directories, parents first.
     created: Vec<PathBuf>,
 }
@@ -84,7 +86,7 @@ impl Cgroups {
             });
         };
         let base = root.join(format!("{DIR_PREFIX}{}", crate::signals::run_name()));
-        let mut cg = Cgroups { dirs: vec![None; groups.len()], created: Vec::new() };
+        let mut cg = Cgroups { dirs: vec![None; groups.len()], tasks: vec![None; groups.len()], created: Vec::new() };
         std::fs::create_dir(&base).map_err(|e| {
             format!(
                 "cannot create {} ({e}); run as root or delegate the cpu controller; running without groups",
@@ -118,16 +120,26 @@ impl Cgroups {
                 write(&dir.join("cpu.cfs_period_us"), &(period / 1000).to_string())?;
                 write(&dir.join("cpu.cfs_quota_us"), &(quota / 1000).to_string())?;
             }
+            cg.tasks[i] = Some(dir.join("tasks"));
             cg.dirs[i] = Some(dir);
         }
         Ok(cg)
     }
 
+    /// Moves thread `tid` into `group`. It allocates nothing but on an
+    /// error (a forked task thread allocates nothing: `sys::malloc_settings`).
     pub fn attach(&self, group: u32, tid: i32) -> Result<(), String> {
-        match &self.dirs[group as usize] {
-            Some(dir) => write(&dir.join("tasks"), &tid.to_string()),
-            None => Ok(()),
-        }
+        use std::io::Write;
+        let Some(tasks) = &self.tasks[group as usize] else { return Ok(()) };
+        let mut digits = [0u8; 12];
+        let mut cursor = std::io::Cursor::new(&mut digits[..]);
+        let _ = write!(cursor, "{tid}");
+        let len = cursor.position() as usize;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(tasks)
+            .and_then(|mut f| f.write_all(&digits[..len]))
+            .map_err(|e| format!("writing {tid} to {}: {e}", tasks.display()))
     }
 }
 

@@ -23,8 +23,8 @@
 
 use std::io;
 use std::ptr::NonNull;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// Stack of a task thread: the programs recurse nowhere.
 pub(crate) const TASK_STACK: usize = 128 * 1024;
@@ -93,48 +93,53 @@ impl Drop for Stack {
 pub(crate) struct TaskThread {
     thread: libc::pthread_t,
     stack: Stack,
-    ended: Arc<AtomicBool>,
+    /// Its function and end flag, freed here after the join: a thread that
+    /// frees nothing gets no malloc arena (`sys::malloc_settings`).
+    start: NonNull<Start>,
 }
 
+// `start` is shared with the thread only through `run`'s raw accesses.
+unsafe impl Send for TaskThread {}
+
 impl TaskThread {
-    /// Runs `f` in a new thread on `stack`. On failure the stack comes back
-    /// with the error.
-    pub(crate) fn spawn(stack: Stack, f: Box<dyn FnOnce() + Send>) -> Result<TaskThread, (Stack, io::Error)> {
-        let ended = Arc::new(AtomicBool::new(false));
-        let start = Box::new(Start { f, ended: Arc::clone(&ended) });
-        let arg = Box::into_raw(start);
+    /// Runs `f` (once) in a new thread on `stack`. On failure the stack
+    /// comes back with the error.
+    pub(crate) fn spawn(stack: Stack, f: Box<dyn FnMut() + Send>) -> Result<TaskThread, (Stack, io::Error)> {
+        let start = NonNull::from(Box::leak(Box::new(Start { f, ended: AtomicBool::new(false) })));
         let mut thread: libc::pthread_t = 0;
         // SAFETY: attr is initialised before use and destroyed after; the
-        // stack outlives the thread (it is only given back after a join);
-        // `arg` is reclaimed by `run` or, if creation fails, here.
+        // stack and `start` outlive the thread (both are only given back or
+        // freed after a join).
         let rc = unsafe {
             let mut attr: libc::pthread_attr_t = std::mem::zeroed();
             libc::pthread_attr_init(&mut attr);
             let mut rc = libc::pthread_attr_setstack(&mut attr, stack.low().cast(), TASK_STACK);
             if rc == 0 {
-                rc = libc::pthread_create(&mut thread, &attr, run, arg.cast());
+                rc = libc::pthread_create(&mut thread, &attr, run, start.as_ptr().cast());
             }
             libc::pthread_attr_destroy(&mut attr);
             rc
         };
         if rc != 0 {
-            // SAFETY: the thread was not created, so `arg` is still ours.
-            drop(unsafe { Box::from_raw(arg) });
+            // SAFETY: the thread was not created, so `start` is only ours.
+            drop(unsafe { Box::from_raw(start.as_ptr()) });
             return Err((stack, io::Error::from_raw_os_error(rc)));
         }
-        Ok(TaskThread { thread, stack, ended })
+        Ok(TaskThread { thread, stack, start })
     }
 
     /// Whether its function has returned (the thread may still be exiting).
     pub(crate) fn ended(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
+        // SAFETY: `start` lives until the join; the thread writes only `f`
+        // and this atomic.
+        unsafe { (*std::ptr::addr_of!((*self.start.as_ptr()).ended)).load(Ordering::Acquire) }
     }
 
     /// Waits for the thread to exit; its stack is free again.
     pub(crate) fn join(self) -> Stack {
         // SAFETY: a thread created by `spawn` and joined once (self is consumed).
         unsafe { libc::pthread_join(self.thread, std::ptr::null_mut()) };
-        self.stack
+        self.joined()
     }
 
     /// The stack back if the thread has exited, without waiting.
@@ -144,26 +149,34 @@ impl TaskThread {
         }
         // SAFETY: as in `join`; EBUSY leaves the thread joinable.
         match unsafe { libc::pthread_tryjoin_np(self.thread, std::ptr::null_mut()) } {
-            0 => Ok(self.stack),
+            0 => Ok(self.joined()),
             _ => Err(self),
         }
+    }
+
+    fn joined(self) -> Stack {
+        // SAFETY: the thread has exited, so `start` is only ours.
+        drop(unsafe { Box::from_raw(self.start.as_ptr()) });
+        self.stack
     }
 }
 
 struct Start {
-    f: Box<dyn FnOnce() + Send>,
-    ended: Arc<AtomicBool>,
+    f: Box<dyn FnMut() + Send>,
+    ended: AtomicBool,
 }
 
 extern "C" fn run(arg: *mut libc::c_void) -> *mut libc::c_void {
-    // SAFETY: `arg` is the Box made in `spawn`, handed over once.
-    let start = unsafe { Box::from_raw(arg.cast::<Start>()) };
-    let Start { f, ended } = *start;
+    let start = arg.cast::<Start>();
+    // SAFETY: `arg` is the Start of `spawn`, alive until the join; only
+    // this thread touches `f`.
+    let f = unsafe { &mut *std::ptr::addr_of_mut!((*start).f) };
     // A panic may not unwind out of a C thread function; the panic hook
     // has printed it, and the run sees a task that stopped, as a panicked
     // std thread was seen before.
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    ended.store(true, Ordering::Release);
+    // SAFETY: as above; the joiner reads it with Acquire.
+    unsafe { (*std::ptr::addr_of!((*start).ended)).store(true, Ordering::Release) };
     std::ptr::null_mut()
 }
 

@@ -168,13 +168,18 @@ pub(crate) fn spin(n: u64) {
     }
 }
 
-pub(crate) fn apply_attributes(sh: &Shared, spec: u32, instance: u32, tid: i32) -> Result<(), String> {
+/// Where an instance of `spec` may run, as the kernel takes it; made by
+/// the thread that creates it, so that the new thread allocates nothing.
+pub(crate) fn affinity_of(sh: &Shared, spec: u32, instance: u32) -> (libc::cpu_set_t, bool) {
+    match &sh.w.instance_affinity(spec, instance) {
+        Some(set) => (sys::cpu_set(set.iter().map(|c| sh.cpu_map[c as usize])), true),
+        None => (sys::cpu_set(sh.cpu_map.iter().copied()), false),
+    }
+}
+
+pub(crate) fn apply_attributes(sh: &Shared, spec: u32, affinity: &libc::cpu_set_t, tid: i32) -> Result<(), String> {
     let s = &sh.w.tasks[spec as usize];
-    let cpus: Vec<usize> = match &sh.w.instance_affinity(spec, instance) {
-        Some(set) => set.iter().map(|c| sh.cpu_map[c as usize]).collect(),
-        None => sh.cpu_map.clone(),
-    };
-    sys::set_affinity(tid, &cpus)?;
+    sys::set_affinity_set(tid, affinity)?;
     match s.policy {
         // Explicitly, since a thread inherits its creator's policy, and
         // schedlab itself may run under chrt.
@@ -208,41 +213,60 @@ pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Resul
     sh.live.fetch_add(1, Ordering::SeqCst);
     let instance = sh.spec_instances[spec as usize].fetch_add(1, Ordering::SeqCst);
     let shared = Arc::clone(sh);
+    // Everything the thread owns is made here and freed by whoever joins
+    // it: a thread that neither mallocs nor frees gets no arena of glibc's
+    // (see `sys::malloc_settings`), so its life takes no mmap lock but its
+    // exit's.
     let name = format!("sl-{}", sh.w.tasks[spec as usize].name);
+    let (affinity, pinned) = affinity_of(sh, spec, instance);
     let slot = ResultSlot::default();
     sh.results.lock().expect("no thread panics holding the lock").push(Arc::clone(&slot));
     let created_failed =
         |e: std::io::Error| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)"));
     let stack = sh.stacks.take(&sh.handles).map_err(created_failed)?;
-    let thread =
-        TaskThread::spawn(stack, Box::new(move || task_thread(shared, task, spec, instance, at_barrier, name, slot)))
-            .map_err(|(stack, e)| {
-            sh.stacks.put(stack);
-            created_failed(e)
-        })?;
+    let mut result = Some(ThreadResult { task, spec, ..ThreadResult::default() });
+    let start = TaskStart { spec, at_barrier, affinity, pinned };
+    let thread = TaskThread::spawn(
+        stack,
+        Box::new(move || {
+            if let Some(r) = result.take() {
+                task_thread(&shared, &start, &name, &slot, r);
+            }
+        }),
+    )
+    .map_err(|(stack, e)| {
+        sh.stacks.put(stack);
+        created_failed(e)
+    })?;
     sh.handles.lock().expect("no thread panics holding the lock").push(thread);
     Ok(())
 }
 
-pub(crate) fn task_thread(
-    sh: Arc<Shared>,
-    task: u32,
+/// What a task thread is, besides its result and name.
+pub(crate) struct TaskStart {
     spec: u32,
-    instance: u32,
     at_barrier: bool,
-    name: String,
-    slot: ResultSlot,
-) {
+    affinity: libc::cpu_set_t,
+    /// Whether its affinity is its own (not the run's CPUs).
+    pinned: bool,
+}
+
+pub(crate) fn task_thread(sh: &Arc<Shared>, start_as: &TaskStart, name: &str, slot: &ResultSlot, mut r: ThreadResult) {
+    let &TaskStart { spec, at_barrier, ref affinity, pinned } = start_as;
+    let task = r.task;
     let tid = sys::gettid();
     signals::block_in_this_thread();
-    sys::set_thread_name(&name);
+    sys::set_thread_name(name);
     sys::set_min_timer_slack();
-    if let Err(message) = apply_attributes(&sh, spec, instance, tid) {
+    if let Err(message) = apply_attributes(sh, spec, affinity, tid) {
         let task_name = sh.w.tasks[spec as usize].name.clone();
         sh.errors.lock().expect("lock").push(HostError::Attribute { task: task_name, message });
     }
     let cpu_at_gate = sys::thread_cpu_time();
     if at_barrier {
+        // Its arena (glibc's, made at a thread's first malloc) before t0:
+        // a thread that forks or counts wakeups allocates in the run.
+        drop(std::hint::black_box(Vec::<u8>::with_capacity(64)));
         sh.arrived.fetch_add(1, Ordering::SeqCst);
         sh.go.wait();
     }
@@ -274,8 +298,10 @@ pub(crate) fn task_thread(
     if sh.stop.load(Ordering::SeqCst) {
         // The run ended before this thread first got a CPU: it existed all
         // along with nothing to show, as a starved task does.
-        let created = start.saturating_sub(t0);
-        let r = ThreadResult { task, spec, tid, created, cpu_before_start, cpu_at_gate, ..ThreadResult::default() };
+        r.tid = tid;
+        r.created = start.saturating_sub(t0);
+        r.cpu_before_start = cpu_before_start;
+        r.cpu_at_gate = cpu_at_gate;
         *slot.lock().expect("lock") = Some(r);
         sh.live.fetch_sub(1, Ordering::SeqCst);
         return;
@@ -292,16 +318,16 @@ pub(crate) fn task_thread(
     let (mig0, delay0) = if sh.traced {
         (None, None)
     } else {
-        early.unwrap_or_else(|| {
-            let pinned = sh.w.instance_affinity(spec, instance).is_some();
-            (if pinned { sys::task_sched_field(tid, "se.nr_migrations") } else { Some(0) }, Some(0))
-        })
+        early
+            .unwrap_or_else(|| (if pinned { sys::task_sched_field(tid, "se.nr_migrations") } else { Some(0) }, Some(0)))
     };
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
-    let created = start.saturating_sub(t0);
-    let mut r = ThreadResult { task, spec, tid, created, cpu_before_start, cpu_at_gate, ..ThreadResult::default() };
-    let finished = run_program(&sh, spec, &mut rng, &mut r);
+    r.tid = tid;
+    r.created = start.saturating_sub(t0);
+    r.cpu_before_start = cpu_before_start;
+    r.cpu_at_gate = cpu_at_gate;
+    let finished = run_program(sh, spec, &mut rng, &mut r);
     let end = sh.end.load(Ordering::SeqCst);
     if finished {
         r.exited = Some(sys::now().min(end).saturating_sub(t0));
@@ -492,6 +518,7 @@ pub(crate) fn start_threads(
         )));
     }
     let stacks_wanted = (initial.len() + if w.forks() { FORK_RESERVE } else { 0 }).min((capacity - headroom) as usize);
+    sys::malloc_settings();
     let stacks = StackPool::with(stacks_wanted)
         .map_err(|e| HostError::Setup(format!("cannot map {stacks_wanted} thread stacks: {e}")))?;
     let spins_per_ns = calibrate_spin();
@@ -511,9 +538,9 @@ pub(crate) fn start_threads(
         next_task: AtomicU32::new(0),
         live: AtomicU32::new(0),
         spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
-        results: Mutex::new(Vec::new()),
+        results: Mutex::new(Vec::with_capacity(stacks_wanted)),
         errors: Mutex::new(Vec::new()),
-        handles: Mutex::new(Vec::with_capacity(initial.len())),
+        handles: Mutex::new(Vec::with_capacity(stacks_wanted)),
         stacks,
         cgroups,
         spins_per_ns,

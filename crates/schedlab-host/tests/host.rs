@@ -63,6 +63,41 @@ fn dead_pid() -> u32 {
     pid
 }
 
+/// The system allocator, counting what threads named `sl-child` allocate
+/// or free (the name read with prctl, which allocates nothing).
+struct ChildAllocations;
+
+static CHILD_ALLOCATIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn in_a_child() -> bool {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr() as libc::c_ulong) };
+    name.starts_with(b"sl-child")
+}
+
+// SAFETY: every call is forwarded unchanged to the system allocator.
+unsafe impl std::alloc::GlobalAlloc for ChildAllocations {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if in_a_child() {
+            CHILD_ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: as the caller promised.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        if in_a_child() {
+            CHILD_ALLOCATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY: as the caller promised.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: ChildAllocations = ChildAllocations;
+
 // Tests share the machine: run them one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -404,4 +439,36 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next() {
         let said = format!("{}, left by schedlab run {pid}, which was killed", dir.display());
         assert!(out.removed.iter().any(|w| w.contains(&said)), "{:?} lacks '{said}'", out.removed);
     }
+}
+
+/// A forked task thread allocates and frees nothing: glibc would give it
+/// an arena of its own (an mmap, munmap and mprotect under the process's
+/// mmap lock), on which a TCG guest's burst of forks queued where the
+/// workload never sleeps (`sys::malloc_settings`).
+#[test]
+fn forked_threads_allocate_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let w = workload(
+        r#"
+duration = "1s"
+[machine]
+cpus = 1
+[[task]]
+name = "parent"
+program = [ { loop = 40, body = [ { run = "50us" }, { fork = "child" } ] }, { exit = true } ]
+[[task]]
+name = "child"
+template = true
+program = [ { run = "1ms" }, { exit = true } ]
+"#,
+    );
+    let before = CHILD_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed);
+    let r = match run(&w, &HostOptions::default()) {
+        Ok(r) => r,
+        Err(e) => panic!("{e}"),
+    };
+    let children = r.report.tasks.iter().filter(|t| t.name.starts_with("child")).count();
+    assert_eq!(children, 40, "{:?}", r.report.tasks.iter().map(|t| &t.name).collect::<Vec<_>>());
+    let allocations = CHILD_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - before;
+    assert_eq!(allocations, 0, "40 forked threads allocated or freed {allocations} times");
 }
