@@ -891,6 +891,16 @@ mod tests {
     }
 
     #[test]
+    fn a_percentage_one_side_lacks_agrees_only_within_counting_noise_of_none() {
+        let none = fig(Kind::Pct, f64::NAN);
+        let of = |n: f64| Figure { samples: n, ..fig(Kind::Pct, 0.0) };
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&of(1.0)), 3.0).1, Verdict::Within);
+        assert_eq!(judge(Kind::Pct, Some(&of(4.0)), Some(&none), 3.0).1, Verdict::Within);
+        assert_eq!(judge(Kind::Pct, Some(&none), Some(&of(5.0)), 3.0).1, Verdict::Outside);
+        assert_eq!(judge(Kind::Pct, Some(&of(30.0)), Some(&none), 3.0).1, Verdict::Outside);
+    }
+
+    #[test]
     fn tolerances_flag_what_they_say() {
         assert_eq!(verdict(Kind::Rate, 250.0, 251.0, 3.0), Verdict::Within);
         assert_eq!(verdict(Kind::Rate, 250.0, 280.0, 3.0), Verdict::Outside);
