@@ -260,9 +260,13 @@ pub(super) fn judge(kind: Kind, sim: Option<&Figure>, real: Option<&Figure>, sec
         // A percentage of no decisions on either side: nothing to differ.
         (true, true) => return ("none on either side".into(), Verdict::Within),
         (true, false) | (false, true) => {
-            let (n, side) = if sim.is_nan() { (r.samples, "real") } else { (s.samples, "simulated") };
+            let (n, text) = if sim.is_nan() {
+                (r.samples, format!("none simulated, {:.0} a real run", r.samples))
+            } else {
+                (s.samples, format!("{:.0} a simulated run, none real", s.samples))
+            };
             return if kind == Kind::Pct && n <= FEW_DECISIONS {
-                (format!("{n:.0} {side} a run, none on the other side"), Verdict::Within)
+                (text, Verdict::Within)
             } else {
                 ("missing on one side".into(), Verdict::Outside)
             };
