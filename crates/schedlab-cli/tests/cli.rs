@@ -94,6 +94,16 @@ fn bad_input_gets_one_clear_error() {
     let bad =
         temp_file("bad.toml", "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n");
     fails_with(&["run", bad.to_str().unwrap()], "bad.toml:6: task 'x': unknown time unit");
+    // A file's costs pass the checks --cost does: a distribution was taken
+    // as its mean before.
+    let costs = temp_file(
+        "costs.toml",
+        "[machine]\ncpus = 1\n[machine.costs]\ntimer_wakeup = \"exp(50us)\"\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"1ms\" } ]\n",
+    );
+    fails_with(
+        &["run", costs.to_str().unwrap()],
+        "costs.toml:4: cost timer_wakeup takes one duration, not exp(50.0us)",
+    );
     let broken = temp_file("broken.toml", "[machine\ncpus = 2\n");
     fails_with(&["run", broken.to_str().unwrap()], "broken.toml:1:");
 }

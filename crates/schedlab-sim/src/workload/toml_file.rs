@@ -43,19 +43,19 @@ struct MachineFile {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct CostsFile {
-    context_switch: Option<Dist>,
-    migration: Option<Dist>,
-    idle_exit: Option<Dist>,
-    wake_remote: Option<Dist>,
-    syscall: Option<Dist>,
-    fork: Option<Dist>,
-    thread_start: Option<Dist>,
-    thread_exit: Option<Dist>,
-    run_stretch: Option<Dist>,
-    timer_wakeup: Option<Dist>,
-    wait_wakeup: Option<Dist>,
-    timer_latency: Option<Dist>,
-    tick_jitter: Option<Dist>,
+    context_switch: Option<Spanned<Dist>>,
+    migration: Option<Spanned<Dist>>,
+    idle_exit: Option<Spanned<Dist>>,
+    wake_remote: Option<Spanned<Dist>>,
+    syscall: Option<Spanned<Dist>>,
+    fork: Option<Spanned<Dist>>,
+    thread_start: Option<Spanned<Dist>>,
+    thread_exit: Option<Spanned<Dist>>,
+    run_stretch: Option<Spanned<Dist>>,
+    timer_wakeup: Option<Spanned<Dist>>,
+    wait_wakeup: Option<Spanned<Dist>>,
+    timer_latency: Option<Spanned<Dist>>,
+    tick_jitter: Option<Spanned<Dist>>,
 }
 
 #[derive(Deserialize)]
@@ -233,29 +233,30 @@ impl Ctx<'_> {
             }
             None => DEFAULT_HZ,
         };
-        let cost = |d: &Option<Dist>, default: Nanos| -> Nanos {
-            match d {
-                Some(d) => d.mean().round() as Nanos,
-                None => default,
+        // Through the same checks as --cost: a cost other than
+        // timer_latency is one duration, and none is over a second.
+        let mut costs = Costs::default();
+        let f = &file.costs;
+        for (name, value) in [
+            ("context_switch", &f.context_switch),
+            ("migration", &f.migration),
+            ("idle_exit", &f.idle_exit),
+            ("wake_remote", &f.wake_remote),
+            ("syscall", &f.syscall),
+            ("fork", &f.fork),
+            ("thread_start", &f.thread_start),
+            ("thread_exit", &f.thread_exit),
+            ("run_stretch", &f.run_stretch),
+            ("timer_wakeup", &f.timer_wakeup),
+            ("wait_wakeup", &f.wait_wakeup),
+            ("timer_latency", &f.timer_latency),
+            ("tick_jitter", &f.tick_jitter),
+        ] {
+            if let Some(v) = value {
+                costs.set_dist(name, v.get_ref().clone()).map_err(|m| self.err(v.span(), m))?;
             }
-        };
-        let defaults = Costs::default();
-        let costs = Costs {
-            context_switch: cost(&file.costs.context_switch, defaults.context_switch),
-            migration: cost(&file.costs.migration, defaults.migration),
-            idle_exit: cost(&file.costs.idle_exit, defaults.idle_exit),
-            wake_remote: cost(&file.costs.wake_remote, defaults.wake_remote),
-            syscall: cost(&file.costs.syscall, defaults.syscall),
-            fork: cost(&file.costs.fork, defaults.fork),
-            thread_start: cost(&file.costs.thread_start, defaults.thread_start),
-            thread_exit: cost(&file.costs.thread_exit, defaults.thread_exit),
-            run_stretch: cost(&file.costs.run_stretch, defaults.run_stretch),
-            timer_wakeup: cost(&file.costs.timer_wakeup, defaults.timer_wakeup),
-            wait_wakeup: cost(&file.costs.wait_wakeup, defaults.wait_wakeup),
-            timer_latency: file.costs.timer_latency.clone().unwrap_or(defaults.timer_latency),
-            tick_jitter: cost(&file.costs.tick_jitter, defaults.tick_jitter),
         }
-        .overridden(ov)?;
+        let costs = costs.overridden(ov)?;
         let uptime = match (ov.uptime, &file.uptime) {
             (Some(u), _) => u,
             (None, Some(u)) => parse_duration(u.get_ref()).map_err(|m| self.err(u.span(), m))?,

@@ -73,7 +73,9 @@ pub(super) fn page(
          the runner's controller and the rest ran so many times a second for so long on average (the \
          median of the runs, in each experiment's row); the simulation runs that on every CPU as tasks \
          its report leaves out. The runner's threads live on stacks mapped before the run since \
-         2026-11-27: they no longer wait on the process's mmap lock when they are created or exit. \
+         2026-11-27, and a thread forked in the run allocates nothing since the runner of 53d2a10 (a \
+         thread's first malloc made glibc map an arena for it): they no longer wait on the process's \
+         mmap lock when they are created or exit. \
          A thread that ends in the run (fork-burst's children, make-j4's jobs) pays its exit before it \
          leaves its CPU, as long as the real runs' threads spent on a CPU from their program's end to \
          their last switch (`thread_exit_p50_us`, from the trace; the median of the runs; since 2026-11-27, when \
