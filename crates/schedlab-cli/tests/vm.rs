@@ -69,19 +69,28 @@ fn others_during<T>(run: impl FnOnce() -> T) -> (T, f64) {
     (out, others)
 }
 
-/// Runs a `schedlab vm` command, booting once more when the guest kernel
-/// crashed or hung before its init: TCG guests oops now and then (an int3
-/// in swapper seen once in CI), which is not what these tests check, and
-/// `validate` boots again the same way. A second failure is returned.
+/// Runs a `schedlab vm` command, booting again when the guest kernel
+/// crashed or hung before its init, up to `BOOTS` times: TCG guests oops
+/// now and then (an int3 in swapper seen once in CI), and MuQSS 0.205
+/// booted with rqshare=mc leaves its second CPU without ticks (an RCU
+/// stall before init) in 3 of 16 boots here, against none of 8 without it
+/// (it frees the shared CPU's runqueue lock while locked at boot, "FIXME
+/// freeing locked spinlock" in share_and_free_rq). Neither is what these
+/// tests check, and `validate` boots again the same way. The last failure
+/// is returned.
 fn vm_output(args: &[&str], kernel: &Path) -> Output {
+    const BOOTS: usize = 4;
     // --kernel right after the command: after a `--` it would be a
     // program's argument.
     let run = || schedlab().args(&args[..1]).arg("--kernel").arg(kernel).args(&args[1..]).output().unwrap();
-    let out = run();
-    let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && (err.contains("the kernel crashed") || err.contains("did not reach its init")) {
-        say("BOOTED AGAIN", &format!("the guest kernel failed once:\n{err}"));
-        return run();
+    let mut out = run();
+    for _ in 1..BOOTS {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() || !(err.contains("the kernel crashed") || err.contains("did not reach its init")) {
+            break;
+        }
+        say("BOOTED AGAIN", &format!("the guest kernel failed:\n{err}"));
+        out = run();
     }
     out
 }
@@ -550,7 +559,6 @@ fn tool(name: &str) -> Option<PathBuf> {
     required(found, &format!("{name} is not installed (apt-get install stress-ng rt-tests)"))
 }
 
-/// cyclictest's own summary line of thread 0: (cycles, avg us, max us).
 /// How many times a trace's sched_waking names thread `tid`, and how many
 /// of those found it on a CPU (switched in and not yet out).
 fn wakings_of(trace: &str, tid: &str) -> (u64, u64) {
@@ -567,6 +575,34 @@ fn wakings_of(trace: &str, tid: &str) -> (u64, u64) {
     (wakings, while_running)
 }
 
+/// The longest time thread `tid` stayed on a CPU after a wakeup in a
+/// trace, in us: a SCHED_FIFO cyclictest thread reads the clock and sleeps
+/// again within tens of us of the switch-in its timer's wakeup brings,
+/// unless its vCPU stopped meanwhile. (Its first run, set-up, follows
+/// sched_wakeup_new and is not counted.)
+fn longest_on_cpu_us(trace: &str, tid: &str) -> f64 {
+    let (prev, next, woken) = (format!("prev_pid={tid} "), format!("next_pid={tid} "), format!(" pid={tid} "));
+    let (mut was_woken, mut since, mut longest) = (false, None, 0f64);
+    for line in trace.lines() {
+        if line.contains("sched_waking:") && line.contains(&woken) {
+            was_woken = true;
+            continue;
+        }
+        let Some(at) = line.find(": sched_switch:") else { continue };
+        let Some(t) = line[..at].split_whitespace().last().and_then(|t| t.parse::<f64>().ok()) else { continue };
+        if line.contains(&prev)
+            && let Some(from) = since.take()
+        {
+            longest = longest.max((t - from) * 1e6);
+        }
+        if line.contains(&next) && std::mem::take(&mut was_woken) {
+            since = Some(t);
+        }
+    }
+    longest
+}
+
+/// cyclictest's own summary line of thread 0: (cycles, avg us, max us).
 fn cyclictest_summary(stdout: &str) -> Option<(u64, f64, f64)> {
     let line = stdout.lines().find(|l| l.trim_start().starts_with("T: 0"))?;
     let after = |key: &str| -> Option<f64> { line.split(key).nth(1)?.split_whitespace().next()?.parse().ok() };
@@ -654,12 +690,20 @@ fn real_cyclictest_beside_stress_ng_agrees_with_its_own_figures() {
         "cyclictest: {cycles} cycles, avg {avg_us} us, max {max_us} us; trace: {wakings} wakings of its thread, \
          {while_running} while it ran; report: {wakeups} wakeups, avg {trace_avg:.1} us, max {trace_max:.1} us"
     );
-    if let Some(why) = host_disturbed(&r, others).filter(|_| !agrees) {
+    // cyclictest reads its clock after the switch-in the trace times: a
+    // vCPU its host stopped between the two adds to cyclictest's maximum
+    // alone (11.0 ms against the trace's 6.0 once in CI, with 0.25 host
+    // CPUs of others or less on average), and shows as the thread's
+    // longest stay on its CPU.
+    let on_cpu = longest_on_cpu_us(&trace, tid);
+    let stalled = (max_us - trace_max > 0.1 * max_us + 100.0 && on_cpu >= max_us - trace_max)
+        .then(|| format!("its thread stayed {on_cpu:.0} us on its CPU in one cycle (a vCPU its host stopped)"));
+    if let Some(why) = host_disturbed(&r, others).or(stalled).filter(|_| !agrees) {
         skip(&format!("{why} ({figures})"));
         return;
     }
     assert!(agrees, "{figures}");
-    say("MEASURED", &figures);
+    say("MEASURED", &format!("{figures}; its longest stay on a CPU {on_cpu:.0} us"));
 }
 
 /// A new task's first wakeup on a guest with an idle vCPU: under TCG here

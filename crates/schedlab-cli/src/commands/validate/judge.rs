@@ -155,7 +155,9 @@ pub(super) fn figures(exp: &Experiment, r: &Report) -> Vec<Figure> {
     } else {
         for (k, s) in r.specs.iter().enumerate() {
             let (cpu, switches) = time_and_switches(k);
-            if switches > 0 {
+            // A kind that got no CPU (switched in as the window closed) has
+            // no turn, as one never switched in has none.
+            if switches > 0 && cpu > 0 {
                 push(
                     format!("run:{}", s.name),
                     format!("{} run/switch", s.name),
