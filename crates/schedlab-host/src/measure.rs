@@ -351,7 +351,7 @@ pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 /// switch-in to that wakeup beyond its work (the switch, the read's
 /// return, the write up to the wakeup: a simulation's `context_switch` and
 /// `wait_wakeup`) and from the wakeup to its switch-out (the write's IPI
-/// and return, the next read until it blocks: `wake_remote`); us, the
+/// and return, the next read until it blocks: `signal_return`); us, the
 /// median of the threads' means, where the trace has sched_waking.
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
 pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";

@@ -217,13 +217,17 @@ impl<'w> Engine<'w> {
         let chan = &mut self.chans[ch as usize];
         match chan.waiters.pop_front() {
             Some(t) => {
-                // The read's return, beyond the switch to its reader.
-                let cost = self.w.machine.costs.wait_wakeup;
+                // The read's return, beyond the switch to its reader; the
+                // write's return in its writer, paid before it goes on as
+                // an IPI's sending is.
+                let costs = &self.w.machine.costs;
+                let (cost, back) = (costs.wait_wakeup, costs.signal_return);
                 if cost > 0 {
                     let prog = &mut self.progs[t as usize];
                     prog.remaining += cost;
                     prog.penalty += cost;
                 }
+                self.progs[waker as usize].wakes_owed += back;
                 self.wake(t, Some(waker), false)
             }
             None => chan.tokens += 1,

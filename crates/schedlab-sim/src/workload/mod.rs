@@ -313,6 +313,12 @@ pub struct Costs {
     /// takes far longer over than calibrate's switch between two tasks
     /// (lat-ctx in a TCG guest: 80 us of CPU a hop against a 12 us switch).
     pub wait_wakeup: Nanos,
+    /// CPU time charged to a task for each `signal` on a channel that woke
+    /// a waiter, before its program goes on: the pipe write's return and
+    /// the next read until it blocks, wherever the reader runs (lat-ctx in
+    /// a TCG guest: 28-30 us with both tasks on one CPU under bpfland). A
+    /// wakeup sent to another, idle CPU pays `wake_remote` besides.
+    pub signal_return: Nanos,
     /// How late a timer wakes its task past the time it was set for (the
     /// timer interrupt's delivery), before any idle exit: drawn for each
     /// timer from the task's seeded generator. One duration, or the
@@ -339,6 +345,7 @@ pub const COST_NAMES: &[&str] = &[
     "run_stretch",
     "timer_wakeup",
     "wait_wakeup",
+    "signal_return",
     "timer_latency",
     "tick_jitter",
 ];
@@ -375,6 +382,7 @@ impl Costs {
             "run_stretch" => &mut self.run_stretch,
             "timer_wakeup" => &mut self.timer_wakeup,
             "wait_wakeup" => &mut self.wait_wakeup,
+            "signal_return" => &mut self.signal_return,
             "tick_jitter" => &mut self.tick_jitter,
             _ => return Err(format!("unknown cost '{name}': use one of {}", COST_NAMES.join(", "))),
         };
@@ -437,6 +445,7 @@ impl Default for Costs {
             run_stretch: 0,
             timer_wakeup: 0,
             wait_wakeup: 0,
+            signal_return: 0,
             timer_latency: Dist::Const(0),
             tick_jitter: 4 * NSEC_PER_USEC,
         }

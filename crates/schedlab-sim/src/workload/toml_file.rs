@@ -54,6 +54,7 @@ struct CostsFile {
     run_stretch: Option<Spanned<Dist>>,
     timer_wakeup: Option<Spanned<Dist>>,
     wait_wakeup: Option<Spanned<Dist>>,
+    signal_return: Option<Spanned<Dist>>,
     timer_latency: Option<Spanned<Dist>>,
     tick_jitter: Option<Spanned<Dist>>,
 }
@@ -249,6 +250,7 @@ impl Ctx<'_> {
             ("run_stretch", &f.run_stretch),
             ("timer_wakeup", &f.timer_wakeup),
             ("wait_wakeup", &f.wait_wakeup),
+            ("signal_return", &f.signal_return),
             ("timer_latency", &f.timer_latency),
             ("tick_jitter", &f.tick_jitter),
         ] {

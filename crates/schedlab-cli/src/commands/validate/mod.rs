@@ -744,10 +744,14 @@ fn simulated(
             // work, and 60 us from there to its switch-out, against
             // calibrate's 12 us switch and 27 us IPI): the first is the
             // switch and the read's return (`wait_wakeup`), the second the
-            // reply's IPI and the next read (`wake_remote`).
+            // write's return and the next read, the reply's IPI included
+            // where it woke another, idle CPU, paid after every such
+            // wakeup (`signal_return`; bpfland's readers share one CPU and
+            // pay it all the same: 28-30 us).
             if let Some((to_signal, after)) = guest.and_then(|g| g.start.wait_hop) {
                 w.machine.costs.wait_wakeup = to_signal.saturating_sub(w.machine.costs.context_switch);
-                w.machine.costs.wake_remote = after;
+                w.machine.costs.signal_return = after;
+                w.machine.costs.wake_remote = 0;
             }
             // The guest's own work runs beside the workload from the
             // machine's start, not forked by the runner's controller.

@@ -97,7 +97,7 @@ pub(super) fn page(
          mean), and where threads pass a token over pipes \
          (lat-ctx) a reader's run is split as the runs' readers split it at the wakeup they send \
          (`wait_run_to_signal_us`, beyond a switch, as `wait_wakeup`; `wait_signal_to_switch_us` as \
-         `wake_remote`). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
+         `signal_return`, paid after every wakeup it sends, its IPI included where there was one). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
          turns check that a hop is those pieces and nothing else (no wait for a busy CPU, no move), not \
          the costs.\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
