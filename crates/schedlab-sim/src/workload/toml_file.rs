@@ -36,27 +36,9 @@ struct MachineFile {
     topology: Option<Spanned<String>>,
     hz: Option<Spanned<u32>>,
     uptime: Option<Spanned<String>>,
+    /// By cost name: `Costs::set_dist` knows the names and refuses others.
     #[serde(default)]
-    costs: CostsFile,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct CostsFile {
-    context_switch: Option<Spanned<Dist>>,
-    migration: Option<Spanned<Dist>>,
-    idle_exit: Option<Spanned<Dist>>,
-    wake_remote: Option<Spanned<Dist>>,
-    syscall: Option<Spanned<Dist>>,
-    fork: Option<Spanned<Dist>>,
-    thread_start: Option<Spanned<Dist>>,
-    thread_exit: Option<Spanned<Dist>>,
-    run_stretch: Option<Spanned<Dist>>,
-    timer_wakeup: Option<Spanned<Dist>>,
-    wait_wakeup: Option<Spanned<Dist>>,
-    signal_return: Option<Spanned<Dist>>,
-    timer_latency: Option<Spanned<Dist>>,
-    tick_jitter: Option<Spanned<Dist>>,
+    costs: BTreeMap<String, Spanned<Dist>>,
 }
 
 #[derive(Deserialize)]
@@ -237,26 +219,8 @@ impl Ctx<'_> {
         // Through the same checks as --cost: a cost other than
         // timer_latency is one duration, and none is over a second.
         let mut costs = Costs::default();
-        let f = &file.costs;
-        for (name, value) in [
-            ("context_switch", &f.context_switch),
-            ("migration", &f.migration),
-            ("idle_exit", &f.idle_exit),
-            ("wake_remote", &f.wake_remote),
-            ("syscall", &f.syscall),
-            ("fork", &f.fork),
-            ("thread_start", &f.thread_start),
-            ("thread_exit", &f.thread_exit),
-            ("run_stretch", &f.run_stretch),
-            ("timer_wakeup", &f.timer_wakeup),
-            ("wait_wakeup", &f.wait_wakeup),
-            ("signal_return", &f.signal_return),
-            ("timer_latency", &f.timer_latency),
-            ("tick_jitter", &f.tick_jitter),
-        ] {
-            if let Some(v) = value {
-                costs.set_dist(name, v.get_ref().clone()).map_err(|m| self.err(v.span(), m))?;
-            }
+        for (name, value) in &file.costs {
+            costs.set_dist(name, value.get_ref().clone()).map_err(|m| self.err(value.span(), m))?;
         }
         let costs = costs.overridden(ov)?;
         let uptime = match (ov.uptime, &file.uptime) {
