@@ -295,7 +295,7 @@ pub(crate) struct Common {
     pub(crate) param: Vec<(String, i64)>,
     /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
     /// calibrate` measures them): context_switch, migration, idle_exit,
-    /// wake_remote, syscall, fork, thread_start, thread_exit, run_stretch
+    /// wake_preempt, wake_remote, syscall, fork, thread_start, thread_exit, run_stretch
     /// (per ms of a run), timer_wakeup, wait_wakeup, signal_return, timer_latency,
     /// tick_jitter.
     /// timer_latency also takes the quantiles a trace measured, e.g.

@@ -186,6 +186,70 @@ program = [ {{ loop = "forever", body = [ {{ timer = "1ms" }}, {{ run = "10us" }
 }
 
 #[test]
+fn a_wakeup_by_interrupt_preempts_after_wake_preempt_and_one_from_beside_it_at_once() {
+    // A FIFO task beside a hog on CPU 0, woken 100 times a second by its
+    // timer, by a writer on CPU 1 (an IPI) or by a writer on CPU 0 (from
+    // its system call): with wake_preempt = 80 us the first two switch 80
+    // us after the wakeup, the hog running meanwhile, the third at once.
+    let text = |waker: &str, cost: &str| {
+        let reader = match waker {
+            "timer" => r#"[ { timer = "10ms" }, { run = "1ms" } ]"#,
+            _ => r#"[ { wait = "ch" }, { run = "1ms" } ]"#,
+        };
+        let writer = match waker {
+            "timer" => String::new(),
+            cpu => format!(
+                "[[task]]\nname = \"writer\"\naffinity = \"{cpu}\"\nprogram = [ {{ loop = \"forever\", body = [ {{ timer = \"10ms\" }}, {{ signal = \"ch\" }}, {{ run = \"200us\" }} ] }} ]\n"
+            ),
+        };
+        format!(
+            r#"
+duration = "2s"
+[machine]
+cpus = 2
+costs = {{ context_switch = "0us", idle_exit = "0us", wake_preempt = "{cost}" }}
+[[task]]
+name = "hog"
+affinity = "0"
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+[[task]]
+name = "rt"
+affinity = "0"
+policy = "fifo"
+rt_priority = 50
+program = [ {{ loop = "forever", body = {reader} }} ]
+{writer}"#
+        )
+    };
+    for p in POLICIES {
+        for (waker, delayed) in [("timer", true), ("1", true), ("0", false)] {
+            let r = run_checked(&workload(&text(waker, "80us")), p.name);
+            assert_conservation(&r);
+            let rt = r.specs.iter().find(|s| s.name == "rt").unwrap();
+            let l = &rt.wakeup_latency;
+            assert!(l.count >= 150, "{} {waker}: {} wakeups", p.name, l.count);
+            if delayed {
+                assert!((79_000..=82_000).contains(&l.p50) && l.max <= 82_000, "{} {waker}: {l:?}", p.name);
+            } else {
+                assert!(l.max <= 1_000, "{} {waker}: {l:?}", p.name);
+            }
+            // The hog keeps the CPU while the interrupt returns: it gets
+            // what the RT task leaves, the 80 us included.
+            let none = run_checked(&workload(&text(waker, "0us")), p.name);
+            let hog = |r: &schedlab_sim::Report| r.tasks.iter().find(|t| t.name == "hog").unwrap().cpu_time_ns;
+            let rt_cpu = |r: &schedlab_sim::Report| r.tasks.iter().find(|t| t.name == "rt").unwrap().cpu_time_ns;
+            assert!(rt_cpu(&r).abs_diff(rt_cpu(&none)) <= 2_000_000, "{} {waker}: the RT task's CPU", p.name);
+            assert!(hog(&r).abs_diff(hog(&none)) <= 2_000_000, "{} {waker}: the hog's CPU", p.name);
+            assert!(
+                l.count.abs_diff(none.specs.iter().find(|s| s.name == "rt").unwrap().wakeup_latency.count) <= 1,
+                "{} {waker}: as many wakeups",
+                p.name
+            );
+        }
+    }
+}
+
+#[test]
 fn a_pipe_readers_wakeup_costs_its_reader_what_the_machine_says() {
     // lat_ctx on two CPUs: each hop is the reader's switch (10 us), its
     // read's return (wait_wakeup, 29 us) and its 1 us of work before it

@@ -60,6 +60,9 @@ enum Kind {
     Tick(CpuId, u32),
     /// An idle CPU, kicked, comes out of idle and picks.
     IdleExit(CpuId),
+    /// A busy CPU that a wakeup by interrupt preempted reaches schedule()
+    /// (generation of the CPU's current run).
+    PreemptDue(CpuId, u32),
     PolicyTimer(u64),
     /// The report's window opens (Workload::measure_from).
     MeasureStart,
@@ -464,6 +467,13 @@ impl<'w> Engine<'w> {
                     self.schedule(cpu);
                 }
             }
+            Kind::PreemptDue(cpu, epoch) => {
+                // Switched already (it blocked, or its tick preempted it):
+                // that pick saw the woken task.
+                if self.cpu_run[cpu as usize].epoch == epoch {
+                    self.sys.resched(cpu);
+                }
+            }
             Kind::PolicyTimer(token) => self.policy.timer(&mut self.sys, token),
             Kind::MeasureStart => self.begin_window(),
         }
@@ -591,10 +601,14 @@ impl<'w> Engine<'w> {
             }
         }
         self.observe(TraceEvent::Wakeup { task: t, cpu, new });
-        self.check_preempt(cpu, t);
+        // A timer's wakeup, or one another CPU sends (an IPI), reaches
+        // this CPU as an interrupt; a task waking another beside it
+        // preempts from its own system call.
+        let by_interrupt = !new && waker.is_none_or(|w| self.sys.tasks[w as usize].cpu != cpu);
+        self.check_preempt(cpu, t, by_interrupt);
     }
 
-    fn check_preempt(&mut self, cpu: CpuId, woken: TaskId) {
+    fn check_preempt(&mut self, cpu: CpuId, woken: TaskId, by_interrupt: bool) {
         let Some(curr) = self.sys.cpus[cpu as usize].curr else {
             self.sys.resched(cpu);
             return;
@@ -609,7 +623,14 @@ impl<'w> Engine<'w> {
                     self.policy.wakeup_preempt(&mut self.sys, cpu, curr, woken)
                 }
             };
-        if preempt {
+        if !preempt {
+            return;
+        }
+        let delay = self.w.machine.costs.wake_preempt;
+        if by_interrupt && delay > 0 {
+            let epoch = self.cpu_run[cpu as usize].epoch;
+            self.push(self.sys.now + delay, Kind::PreemptDue(cpu, epoch));
+        } else {
             self.sys.resched(cpu);
         }
     }

@@ -115,6 +115,11 @@ pub(super) struct RunDigest {
     pub(super) wait_signal_to_switch_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) idle_wakeup_mean_us: Option<f64>,
+    /// A wakeup that preempted a busy CPU: its sched_waking to the woken
+    /// thread's switch-in there (us, the median; runs booted since
+    /// 2026-11-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) preempt_wakeup_us: Option<f64>,
 }
 
 impl RunDigest {
@@ -148,6 +153,7 @@ impl RunDigest {
             wait_run_to_signal_us: r.extra_figure(schedlab_host::WAIT_RUN_TO_SIGNAL_US),
             wait_signal_to_switch_us: r.extra_figure(schedlab_host::WAIT_SIGNAL_TO_SWITCH_US),
             idle_wakeup_mean_us: r.extra_figure(schedlab_host::IDLE_WAKEUP_MEAN),
+            preempt_wakeup_us: r.extra_figure(schedlab_host::PREEMPT_WAKEUP_P50),
             sleep_timer_late_us: schedlab_host::tracing::SLEEP_PERCENTILES
                 .iter()
                 .map(|&p| r.extra_figure(&schedlab_host::sleep_timer_late_name(p)))

@@ -454,6 +454,7 @@ impl<'a> Kernel<'a> {
         let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
         let (mut timer_wakeup, mut sleep_late) = (Vec::new(), Vec::new());
         let (mut to_signal, mut after_signal, mut idle_wakeup) = (Vec::new(), Vec::new(), Vec::new());
+        let mut preempt_wakeup = Vec::new();
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
@@ -493,6 +494,7 @@ impl<'a> Kernel<'a> {
             to_signal.push(real.wait_run_to_signal_us);
             after_signal.push(real.wait_signal_to_switch_us);
             idle_wakeup.push(real.idle_wakeup_mean_us);
+            preempt_wakeup.push(real.preempt_wakeup_us);
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
@@ -534,6 +536,7 @@ impl<'a> Kernel<'a> {
             timer_lateness: timer_lateness(sleep_late),
             wait_hop: median_of_every(to_signal, 1e3).zip(median_of_every(after_signal, 1e3)),
             idle_wakeup: median_of_every(idle_wakeup, 1e3),
+            preempt_wakeup: median_of_every(preempt_wakeup, 1e3),
             at_gate: median_of_every(at_gate, 1e3),
             controller_cpu: median_of_every(controller_cpu, 1e6),
             // Where every run traced the whole guest (runs kept from before
@@ -634,6 +637,8 @@ struct Start {
     wait_hop: Option<(u64, u64)>,
     /// From a wakeup sent to an idle CPU to the wakee's run there.
     idle_wakeup: Option<u64>,
+    /// From a wakeup that preempted a busy CPU to the wakee's run there.
+    preempt_wakeup: Option<u64>,
     /// How late the sleeps' timers fired on busy CPUs, at
     /// `SLEEP_PERCENTILES`: each percentile the runs' median.
     timer_lateness: Option<[u64; SLEEP_PERCENTILES.len()]>,
@@ -738,6 +743,13 @@ fn simulated(
             // and this machine's guests slow down by the hour.
             if let Some(delay) = guest.and_then(|g| g.start.idle_wakeup) {
                 w.machine.costs.idle_exit = delay;
+            }
+            // And one that preempts a busy CPU switches as late as in the
+            // runs (sched_waking to the switch-in, at the median: the
+            // interrupt's return into schedule(), 51-93 us under TCG),
+            // where they measured it; the preempted task runs meanwhile.
+            if let Some(delay) = guest.and_then(|g| g.start.preempt_wakeup) {
+                w.machine.costs.wake_preempt = delay;
             }
             // A pipe reader's run as the runs' readers split it (lat-ctx:
             // 30 us from its switch-in to the wakeup it sends, beyond its

@@ -94,7 +94,10 @@ pub(super) fn page(
          which one median does not carry. Since the runs booted 2026-11-27 with the runner that traces \
          sched_waking, a wakeup one of the workload's threads sends to an idle CPU runs its task as late as \
          in the runs on average (`idle_wakeup_mean_us`, as `idle_exit`: a rate of such wakeups follows the \
-         mean), and where threads pass a token over pipes \
+         mean); since the runs booted 2026-11-28, a wakeup that preempts a busy CPU (a timer's, an IPI) \
+         switches as late as in the runs at the median (`preempt_wakeup_p50_us`, sched_waking to the \
+         switch-in, as `wake_preempt`: the interrupt's return into schedule(), which a wakeup's latency \
+         includes), and where threads pass a token over pipes \
          (lat-ctx) a reader's run is split as the runs' readers split it at the wakeup they send \
          (`wait_run_to_signal_us`, beyond a switch, as `wait_wakeup`; `wait_signal_to_switch_us` as \
          `signal_return`, paid after every wakeup it sends, its IPI included where there was one). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
@@ -321,6 +324,7 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
                 )
             }),
             row.start.idle_wakeup.map(|t| format!("{:.0} µs to wake an idle CPU on average", t as f64 / 1e3)),
+            row.start.preempt_wakeup.map(|t| format!("{:.0} µs from a preempting wakeup to its switch", t as f64 / 1e3)),
         ]
         .into_iter()
         .flatten()
