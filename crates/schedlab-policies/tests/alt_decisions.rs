@@ -432,6 +432,36 @@ fn tt_charges_a_yielder_at_each_update_curr_so_the_hog_keeps_its_turns() {
 }
 
 #[test]
+fn tt_picks_with_its_running_task_back_in_the_list_and_compares_the_tick_unsigned() {
+    // Without group scheduling pick_next_task_fair puts the running task
+    // back at the head of TT's list before it picks: a tick that asks for a
+    // switch while that task leads or ties by HRRN leaves it running with a
+    // new slice, and check_preempt_tick's `s64 delta > unsigned long` ends
+    // a run whose task does not lead by HRRN whatever the vruntimes. The
+    // tt-6.1 guest (docs/validation.md): 3 hogs on 2 CPUs switch 66-78
+    // times a second, 8.1 ms a run at the median; 2 hogs and a nice 5 hog
+    // on one CPU run 4.7-5.0 ms a turn in 3 s. Picked with the running task
+    // apart, ties went to the queued task: 90% of runs ended at the first
+    // tick (about 250 switches/s); compared signed, the nice 0 hogs ran
+    // two ticks (8 ms).
+    let ov = |secs: u64, params: &[(&str, i64)]| schedlab_sim::Overrides {
+        duration: Some(secs * 1_000_000_000),
+        cpus: Some(2),
+        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        ..Default::default()
+    };
+    let r = run_checked(&scenario("smp-fairness", ov(10, &[("hogs", 3)])), "tt");
+    let rate = r.totals.context_switches_per_sec;
+    assert!((70.0..=95.0).contains(&rate), "tt: 3 hogs on 2 CPUs switch {rate:.1} times a second");
+    let p50_ms = r.runtime_per_switch.p50 as f64 / 1e6;
+    assert!((7.5..=8.5).contains(&p50_ms), "tt: their median run is {p50_ms:.2} ms");
+    let r = run_checked(&scenario("nice-hog", ov(3, &[])), "tt");
+    let hog = r.specs.iter().find(|s| s.name == "hog").unwrap();
+    let run_ms = hog.runtime_per_switch.mean as f64 / 1e6;
+    assert!((4.2..=5.8).contains(&run_ms), "tt: a nice 0 hog ran {run_ms:.2} ms a turn");
+}
+
+#[test]
 fn bfs_and_muqss_count_slices_in_their_1024_ns_microseconds() {
     // timeslice() is MS_TO_US(rr_interval) = 6144 "us", counted down by
     // NS_TO_US(ns) = ns >> 10: a 6 ms rr_interval lasts 6.291456 ms, which

@@ -106,17 +106,15 @@ impl Fair {
         if self.entity_before(se, first, now) {
             return false;
         }
-        // A known difference from the source, kept signed on purpose: the
-        // kernel's `s64 delta > unsigned long ideal_runtime` compares
-        // unsigned. CFS returns above on a negative delta, but TT's
-        // entity_before lets one through (a task behind by HRRN, ahead by
-        // vruntime), and the kernel then preempts. Compared unsigned, 90%
-        // of TT's runs of 3 hogs on 2 CPUs end at their first tick against
-        // 23% in the tt-6.1 guest (16% signed): what keeps the real running
-        // task ahead by HRRN at that tick is not modelled yet (the open
-        // difference on tt smp-fairness in validate's open.toml).
+        // `s64 delta > unsigned long ideal_runtime` compares unsigned. CFS
+        // returned above on a negative delta, but TT's entity_before lets
+        // one through (a task not ahead by HRRN, ahead by vruntime), which
+        // then ends its run: TT's vruntimes drift seconds apart (a
+        // tt-6.1 guest's 3 hogs on 2 CPUs, traced with sched_stat_runtime:
+        // 1 in 642 first ticks had a delta between 0 and the slice), so at
+        // a tick HRRN alone decides.
         let d = self.ents[se as usize].vruntime - self.ents[first as usize].vruntime;
-        d > ideal as i64
+        d as u64 > ideal
     }
 
     /// wakeup_preempt_entity(curr, se): 1 when se leads curr by more than

@@ -37,10 +37,12 @@
 //! tasks polling in idle (no idle states are modelled), and the TT_BL_NORM,
 //! TT_BL_CAND and TT_BL_PWR balancers are not modelled (setting
 //! sched_tt_balancer_opt to anything but 2 is refused). TT disables
-//! CGROUP_SCHED and autogroup, so it has no group scheduling. One known
-//! difference is kept on purpose: check_preempt_tick's last test, which
-//! the kernel compares unsigned, is compared signed (why, with figures,
-//! beside it in `cfs` and in validate's open differences).
+//! CGROUP_SCHED and autogroup, so it has no group scheduling, and
+//! pick_next_task_fair takes its `simple:` path: the running task goes
+//! back to the head of the list before the pick, keeps the CPU on a tie in
+//! HRRN, and set_next_entity renews its slice when it is picked again
+//! (`Fair::pick_next`). check_preempt_tick's last test is the kernel's
+//! unsigned comparison of a signed delta (`cfs`).
 
 use super::super::common::{TunableSpec, apply_tunables, list_tunables, take_own, value_of};
 use super::{Fair, Patch, Variant};

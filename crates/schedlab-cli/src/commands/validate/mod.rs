@@ -935,6 +935,28 @@ mod tests {
     }
 
     #[test]
+    fn a_value_between_boots_that_disagree_is_one_the_kernel_gave() {
+        // tt thread-test-2: 113, 160 and 168 switches/s in three boots.
+        let boots = |v: f64, lo: f64, hi: f64| Figure { range: (lo, hi), ..fig(Kind::Rate, v) };
+        let real = boots(160.0, 113.0, 168.0);
+        let (text, v) = judge(Kind::Rate, Some(&fig(Kind::Rate, 127.0)), Some(&real), 3.0);
+        assert_eq!((text.as_str(), v), ("0.79, between boots", Verdict::Within));
+        // Outside every boot it is still a difference, however wide they are.
+        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 110.0)), Some(&real), 3.0).1, Verdict::Outside);
+        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 175.0)), Some(&real), 3.0).1, Verdict::Outside);
+        // One boot has no range to stand in.
+        let one = boots(160.0, 160.0, 160.0);
+        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 127.0)), Some(&one), 3.0).1, Verdict::Outside);
+        // A share, a percentage and a duration alike.
+        let spread = Figure { range: (0.3, 0.7), of_share: 0.4, ..fig(Kind::Share, 0.6) };
+        let sim = Figure { of_share: 0.4, ..fig(Kind::Share, 0.3) };
+        assert_eq!(judge(Kind::Share, Some(&sim), Some(&spread), 3.0).1, Verdict::Within);
+        let turn = Figure { range: (2.03e6, 3.92e6), ..fig(Kind::Time, 2.13e6) };
+        assert_eq!(judge(Kind::Time, Some(&fig(Kind::Time, 3.79e6)), Some(&turn), 3.0).1, Verdict::Within);
+        assert_eq!(judge(Kind::Time, Some(&fig(Kind::Time, 4.19e6)), Some(&turn), 3.0).1, Verdict::Outside);
+    }
+
+    #[test]
     fn a_small_task_share_is_judged_relative_to_it() {
         // bmq thread-test-256's spinners: 0.4% each, spread 0.1 simulated
         // against 1.6 real points: within 3 points, far outside 25% of 0.4%.

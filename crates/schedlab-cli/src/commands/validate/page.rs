@@ -113,7 +113,10 @@ pub(super) fn page(
          switch, wakeup latency p50): within {:.0}% (run time per switch is the p50 where one kind of \
          task runs, and each kind's mean beside \
          another kind); where both sides are below 250 µs the figure is *not compared*: it measures what \
-         the emulation costs. A figure one side has and the other lacks is a flag.\n\n\
+         the emulation costs. A figure one side has and the other lacks is a flag. Where the boots \
+         disagree, a simulated value between the lowest and the highest boot is within (\"between \
+         boots\"): it is one the kernel itself gave, and the tolerance around their median would ask \
+         the simulation to agree with the kernel better than the kernel agrees with itself.\n\n\
          **Verdicts.** A figure outside its tolerance with the default costs is flagged. It is *explained* \
          only when the simulation with the guest's measured costs brings it within tolerance (that figure \
          is in the table); otherwise it is *unexplained*: a defect of the model, or an open difference \
@@ -324,7 +327,9 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
                 )
             }),
             row.start.idle_wakeup.map(|t| format!("{:.0} µs to wake an idle CPU on average", t as f64 / 1e3)),
-            row.start.preempt_wakeup.map(|t| format!("{:.0} µs from a preempting wakeup to its switch", t as f64 / 1e3)),
+            row.start
+                .preempt_wakeup
+                .map(|t| format!("{:.0} µs from a preempting wakeup to its switch", t as f64 / 1e3)),
         ]
         .into_iter()
         .flatten()
