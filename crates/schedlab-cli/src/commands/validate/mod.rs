@@ -943,7 +943,7 @@ mod tests {
         assert_eq!((text.as_str(), v), ("0.79, between boots", Verdict::Within));
         // Outside every boot it is still a difference, however wide they are.
         assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 110.0)), Some(&real), 3.0).1, Verdict::Outside);
-        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 175.0)), Some(&real), 3.0).1, Verdict::Outside);
+        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 185.0)), Some(&real), 3.0).1, Verdict::Outside);
         // One boot has no range to stand in.
         let one = boots(160.0, 160.0, 160.0);
         assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 127.0)), Some(&one), 3.0).1, Verdict::Outside);
