@@ -264,11 +264,40 @@ pub(crate) struct HostArgs {
     /// Do not create the workload's cgroups on the real kernel.
     #[arg(long)]
     pub(crate) no_groups: bool,
+    /// Also record this tracefs event beside the sched events, for
+    /// --trace-out: a sched event by its name (sched_stat_runtime prints
+    /// CFS's vruntime at every update_curr) or GROUP/NAME such as
+    /// irq/irq_handler_entry (repeatable). The report's figures ignore it.
+    #[arg(long = "trace-event", value_name = "EVENT", value_parser = parse_trace_event)]
+    pub(crate) trace_events: Vec<String>,
 }
 
 impl HostArgs {
     pub(crate) fn options(&self) -> schedlab_host::HostOptions {
-        schedlab_host::HostOptions { tracing: !self.no_trace, groups: !self.no_groups, ..Default::default() }
+        schedlab_host::HostOptions {
+            tracing: !self.no_trace,
+            groups: !self.no_groups,
+            extra_events: self.trace_events.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A tracefs event's name, NAME or GROUP/NAME, which becomes a path under
+/// the instance's events/: nothing that could leave that directory.
+fn parse_trace_event(s: &str) -> Result<String, String> {
+    let part = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    let ok = match s.split_once('/') {
+        Some((group, name)) => part(group) && part(name),
+        None => part(s),
+    };
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}' is not a trace event's name: give NAME (a sched event, e.g. sched_stat_runtime) or GROUP/NAME \
+             (e.g. irq/irq_handler_entry), in lower-case letters, digits and _, as tracefs's available_events lists them"
+        ))
     }
 }
 

@@ -90,6 +90,9 @@ fn bad_input_gets_one_clear_error() {
     fails_with(&["run", "thread-test", "--cost", "idle_exit=3"], "'3' has no time unit: write e.g. idle_exit=8us");
     fails_with(&["run", "thread-test", "--cost", "migration=2h"], "cost migration = 7200.000s is more than a second");
     fails_with(&["host", "thread-test", "--cost", "idle_exit=3us"], "--cost sets what the simulator charges");
+    // A trace event's name becomes a path under the tracefs instance.
+    fails_with(&["host", "thread-test", "--trace-event", "../../tracing_on"], "is not a trace event's name");
+    fails_with(&["vm", "thread-test", "--trace-event", "sched/"], "is not a trace event's name");
 
     let bad =
         temp_file("bad.toml", "[machine]\ncpus = 2\n\n[[task]]\nname = \"x\"\nprogram = [ { run = \"3 parsecs\" } ]\n");
@@ -947,6 +950,7 @@ fn host_keeps_its_trace_where_trace_out_says_and_counts_run_delay_from_it() {
     let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .args(["host", "sleeper-hog", "--duration", "300ms", "--no-groups", "--json", "--trace-out"])
         .arg(&out_file)
+        .args(["--trace-event", "sched_stat_runtime"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
@@ -967,6 +971,15 @@ fn host_keeps_its_trace_where_trace_out_says_and_counts_run_delay_from_it() {
     assert!(r["absent"].as_array().unwrap().iter().all(|a| !a.as_str().unwrap().contains("run_delay")), "{r}");
     let hog = r["tasks"].as_array().unwrap().iter().find(|t| t["name"] == "hog").unwrap();
     assert!(hog["run_delay_ns"].as_u64().unwrap() > 0, "{hog}");
+    // The event asked for is in the trace beside the sched events (CFS's
+    // update_curr of the hog), and one the kernel lacks is an error.
+    assert!(trace.lines().any(|l| l.contains("sched_stat_runtime: comm=sl-hog")), "no sched_stat_runtime of the hog");
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["host", "sleeper-hog", "--duration", "100ms", "--trace-event", "sched/no_such_event"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("this kernel has no trace event sched/no_such_event"), "{err}");
     // --no-trace and --trace-out contradict each other.
     let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
         .args(["host", "sleeper-hog", "--no-trace", "--trace-out"])

@@ -87,11 +87,14 @@ pub struct HostOptions {
     /// Return the trace as tracefs printed it (`HostRun::trace`), for
     /// `--trace-out`.
     pub keep_trace: bool,
+    /// More events to record (names under tracefs's events/, a bare name
+    /// being a sched event), for the kept trace; the figures ignore them.
+    pub extra_events: Vec<String>,
 }
 
 impl Default for HostOptions {
     fn default() -> Self {
-        HostOptions { tracing: true, groups: true, trace_machine: false, keep_trace: false }
+        HostOptions { tracing: true, groups: true, trace_machine: false, keep_trace: false, extra_events: Vec::new() }
     }
 }
 
@@ -279,7 +282,7 @@ fn setup_cgroups(w: &Workload, opts: &HostOptions, warnings: &mut Vec<String>) -
 /// report says of it.
 fn setup_tracer(opts: &HostOptions, nr_cpus: usize, warnings: &mut Vec<String>) -> (Option<tracing::Tracer>, String) {
     if opts.tracing {
-        match tracing::Tracer::new(nr_cpus, opts.trace_machine) {
+        match tracing::Tracer::new(nr_cpus, opts.trace_machine, &opts.extra_events) {
             Ok(t) => {
                 let scope = if opts.trace_machine { ", every task of the machine" } else { "" };
                 (Some(t), format!("tracefs instance{scope} (sched_switch, sched_wakeup, sched_migrate_task)"))

@@ -104,14 +104,37 @@ pub fn remove_stale() -> Vec<String> {
     said
 }
 
+/// Why the first of `events` (names under events/, a bare name being a
+/// sched event) cannot be traced on this kernel, if one cannot: asked for
+/// by name, a missing one is an error, not a run without it.
+pub fn missing_event(events: &[String]) -> Option<String> {
+    let root = tracefs_root().ok()?;
+    events.iter().find(|ev| !root.join("events").join(event_path(ev)).is_dir()).map(|ev| {
+        format!(
+            "this kernel has no trace event {ev} (no {}): {} lists those it has",
+            root.join("events").join(event_path(ev)).display(),
+            root.join("available_events").display()
+        )
+    })
+}
+
 impl Tracer {
     /// Sets up the instance (tracing still off) for this process's threads,
-    /// or for every task with `whole_machine`, or says why it cannot.
-    pub fn new(nr_cpus: usize, whole_machine: bool) -> Result<Tracer, String> {
+    /// or for every task with `whole_machine`, with the `extra` events the
+    /// user asked for, or says why it cannot.
+    pub fn new(nr_cpus: usize, whole_machine: bool, extra: &[String]) -> Result<Tracer, String> {
         let root = tracefs_root()?;
         let mut events = EVENTS.to_vec();
         if TIMER_EVENTS.iter().all(|e| root.join("events").join(e).is_dir()) {
             events.extend(TIMER_EVENTS);
+        }
+        if let Some(why) = missing_event(extra) {
+            return Err(why);
+        }
+        for ev in extra {
+            if !events.contains(&ev.as_str()) {
+                events.push(ev);
+            }
         }
         Tracer::with_events(nr_cpus, &events, "exact per-switch data", !whole_machine)
     }

@@ -277,6 +277,9 @@ fn guest_job(common: &Common, w: &Workload, host: &HostArgs, keep_trace: bool) -
     if host.no_groups {
         args.push("--no-groups".into());
     }
+    for ev in &host.trace_events {
+        args.extend(["--trace-event".into(), ev.clone()]);
+    }
     if keep_trace {
         args.push("--with-trace".into());
     }

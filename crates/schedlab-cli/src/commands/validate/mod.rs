@@ -564,7 +564,7 @@ impl<'a> Kernel<'a> {
         let idle = wait_for_quiet();
         let cm = experiment_common(exp, duration, run as u64);
         let w = load_workload(&cm)?;
-        let host = HostArgs { no_trace: false, no_groups: false };
+        let host = HostArgs { no_trace: false, no_groups: false, trace_events: Vec::new() };
         let (mut failed, mut disturbed) = (0, 0);
         let mut r = loop {
             let attempt =
