@@ -285,7 +285,8 @@ fn setup_tracer(opts: &HostOptions, nr_cpus: usize, warnings: &mut Vec<String>) 
         match tracing::Tracer::new(nr_cpus, opts.trace_machine, &opts.extra_events) {
             Ok(t) => {
                 let scope = if opts.trace_machine { ", every task of the machine" } else { "" };
-                (Some(t), format!("tracefs instance{scope} (sched_switch, sched_wakeup, sched_migrate_task)"))
+                let extra: String = opts.extra_events.iter().map(|e| format!(", {e}")).collect();
+                (Some(t), format!("tracefs instance{scope} (sched_switch, sched_wakeup, sched_migrate_task{extra})"))
             }
             Err(why) => {
                 warnings.push(format!("tracing: {why}"));
