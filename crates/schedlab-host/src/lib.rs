@@ -140,6 +140,13 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
                 .into(),
         });
     }
+    // An event asked for by name that the kernel lacks is an error, not a
+    // run traced without it (host, compare --host and a guest alike).
+    if opts.tracing
+        && let Some(why) = tracing::missing_event(&opts.extra_events)
+    {
+        return Err(HostError::Setup(format!("--trace-event: {why}")));
+    }
     let cpu_map: Vec<usize> = allowed[..want as usize].to_vec();
     let kernel = info::read();
     let removed = leftovers::sweep();

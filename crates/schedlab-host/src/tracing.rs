@@ -109,27 +109,28 @@ pub fn remove_stale() -> Vec<String> {
 /// by name, a missing one is an error, not a run without it.
 pub fn missing_event(events: &[String]) -> Option<String> {
     let root = tracefs_root().ok()?;
-    events.iter().find(|ev| !root.join("events").join(event_path(ev)).is_dir()).map(|ev| {
-        format!(
-            "this kernel has no trace event {ev} (no {}): {} lists those it has",
-            root.join("events").join(event_path(ev)).display(),
-            root.join("available_events").display()
-        )
+    events.iter().find_map(|ev| {
+        let dir = root.join("events").join(event_path(ev));
+        (!dir.is_dir()).then(|| {
+            format!(
+                "this kernel has no trace event {ev} (no {}): {} lists those it has",
+                dir.display(),
+                root.join("available_events").display()
+            )
+        })
     })
 }
 
 impl Tracer {
     /// Sets up the instance (tracing still off) for this process's threads,
     /// or for every task with `whole_machine`, with the `extra` events the
-    /// user asked for, or says why it cannot.
+    /// user asked for (which [`missing_event`] has found there), or says
+    /// why it cannot.
     pub fn new(nr_cpus: usize, whole_machine: bool, extra: &[String]) -> Result<Tracer, String> {
         let root = tracefs_root()?;
         let mut events = EVENTS.to_vec();
         if TIMER_EVENTS.iter().all(|e| root.join("events").join(e).is_dir()) {
             events.extend(TIMER_EVENTS);
-        }
-        if let Some(why) = missing_event(extra) {
-            return Err(why);
         }
         for ev in extra {
             if !events.contains(&ev.as_str()) {

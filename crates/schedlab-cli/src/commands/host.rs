@@ -23,9 +23,6 @@ pub(crate) fn run(common: Common, host_opts: HostArgs, extras: Extras) -> Result
     if let Some(out) = &extras.trace_out {
         crate::output::check_output(out, "--trace-out")?;
     }
-    if let Some(why) = schedlab_host::tracing::missing_event(&host_opts.trace_events) {
-        bail!("--trace-event: {why}");
-    }
     let w = load_workload(&common)?;
     let opts = schedlab_host::HostOptions {
         trace_machine: extras.trace_machine,
