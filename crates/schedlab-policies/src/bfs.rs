@@ -249,11 +249,12 @@ impl VirtualDeadlines {
         })
     }
 
-    pub fn task_new(&mut self, sys: &Sys, t: TaskId) {
+    /// A new task's slice and deadline, from `niffies`.
+    pub fn task_new(&mut self, sys: &Sys, t: TaskId, niffies: u64) {
         if self.tasks.len() <= t as usize {
             self.tasks.resize(t as usize + 1, DeadlineTask::default());
         }
-        self.time_slice_expired(sys, t);
+        self.time_slice_expired(sys, t, niffies);
     }
 
     pub fn is_idleprio(sys: &Sys, t: TaskId) -> bool {
@@ -373,18 +374,19 @@ impl VirtualDeadlines {
         }
     }
 
-    /// time_slice_expired: a full slice and a new deadline from now.
-    pub fn time_slice_expired(&mut self, sys: &Sys, t: TaskId) {
+    /// time_slice_expired: a full slice and a new deadline from `niffies`,
+    /// the clock deadlines are kept in (BFS's one, the CPU's in MuQSS).
+    pub fn time_slice_expired(&mut self, sys: &Sys, t: TaskId, niffies: u64) {
         let d = deadline_diff(&self.ratios, sys.task(t).nice, self.rr_interval);
         let s = &mut self.tasks[t as usize];
         s.time_slice = timeslice_us(self.rr_interval);
-        s.deadline = sys.now + d;
+        s.deadline = niffies + d;
     }
 
     /// check_deadline at every deschedule: SCHED_BATCH is renewed every time.
-    pub fn check_deadline(&mut self, sys: &Sys, t: TaskId) {
+    pub fn check_deadline(&mut self, sys: &Sys, t: TaskId, niffies: u64) {
         if self.tasks[t as usize].time_slice < RESCHED_US || sys.task(t).policy == SchedPolicy::Batch {
-            self.time_slice_expired(sys, t);
+            self.time_slice_expired(sys, t, niffies);
         }
     }
 
@@ -419,9 +421,9 @@ impl VirtualDeadlines {
     /// schedule()'s first step, in BFS and MuQSS alike: the task that ran
     /// on `cpu` leaves it, its slice and deadline checked; it is returned
     /// if still runnable, for the caller to queue again.
-    pub fn take_prev(&mut self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
+    pub fn take_prev(&mut self, sys: &Sys, cpu: CpuId, niffies: u64) -> Option<TaskId> {
         let prev = self.curr[cpu as usize].take()?;
-        self.check_deadline(sys, prev);
+        self.check_deadline(sys, prev, niffies);
         (sys.task(prev).state == TaskState::Runnable).then_some(prev)
     }
 
@@ -600,7 +602,7 @@ impl Policy for Bfs {
                 })
                 .collect();
         }
-        self.dl.task_new(sys, t);
+        self.dl.task_new(sys, t, sys.now);
         // Spawned tasks are threads: p->parent is not the forking thread,
         // so BFS's child-runs-first (for a forked process) does not apply.
         if let Some(p) = parent {
@@ -636,7 +638,7 @@ impl Policy for Bfs {
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let requeued = self.dl.take_prev(sys, cpu);
+        let requeued = self.dl.take_prev(sys, cpu, sys.now);
         if let Some(p) = requeued {
             self.enqueue_task(sys, p);
         }
@@ -658,7 +660,7 @@ impl Policy for Bfs {
 
     fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool) {
         self.dl.curr[cpu as usize] = None;
-        self.dl.check_deadline(sys, t);
+        self.dl.check_deadline(sys, t, sys.now);
         if runnable {
             self.enqueue_task(sys, t);
             if let Some(c) = self.best_idle(sys, t) {

@@ -17,8 +17,31 @@
 //!   the task with the lowest key; a remote queue must be strictly better to
 //!   win. With `interactive` off it only takes from a queue holding more
 //!   tasks than the best seen so far.
+//! - Niffies are per CPU (rq->niffies, shared runqueue or not), advanced by
+//!   update_clocks wherever MuQSS calls it: the tick, schedule(), enqueue
+//!   and dequeue on the CPU's runqueue (take_task's dequeue on the CPU the
+//!   task was on), a fork. Each update adds the CPU's clock since the last
+//!   one, but at least JIFFIES_TO_NS of the jiffies seen since the last
+//!   jiffy it saw, counted from then: a CPU whose tick reads jiffies before
+//!   the timekeeping CPU has advanced them (`Sys::jiffies`) sees two at
+//!   the next one and gains a jiffy. The two niffies are made equal only
+//!   where one CPU holds both runqueue locks: trylock_rq of a remote
+//!   runqueue whose first key beats the best so far (never with one
+//!   shared runqueue). Deadlines are stamped on the stamping CPU's niffies
+//!   and slices counted down by them (update_cpu_clock_tick/_switch at the
+//!   tick, at a switch and at a fork), so deadlines of two CPUs drift
+//!   apart: with 3 hogs on 2 CPUs the hog on the CPU that lags renews an
+//!   earlier deadline than the queued one's at every expiry and keeps its
+//!   CPU. A muqss-5.10 guest (rqshare=mc) shows it: a nice 19 thread's
+//!   /proc priority (task_prio: 1 + (deadline - its CPU's niffies) x 40 /
+//!   the nice 19 deadline) read on CPU 0 just after its deadline was
+//!   stamped on CPU 1, and the other way, put CPU 1's niffies about 50-95 ms
+//!   ahead of CPU 0's when a workload started and 56 to over 250 ms ahead
+//!   after 1 s of 3 spinners, the lone spinner on CPU 0 in 6 boots of 7
+//!   (tools/validation/muqss-niffies.c).
 //! - Slices end exactly with hrexpiry (a high-resolution timer, armed
-//!   US_TO_NS(time_slice) ahead), not at the tick.
+//!   US_TO_NS(time_slice) ahead) unless the tick finds them used up first
+//!   on the CPU's niffies.
 //! - wake_up_new_task: the child stays on the forking CPU's runqueue (no
 //!   select_best_rq), starts with its parent's deadline and half its slice
 //!   (the parent's hrexpiry is armed again for its half); a parent left
@@ -56,7 +79,7 @@
 
 use crate::bfs::{IsoAction, IsoLimit, RESCHED_US, VirtualDeadlines, us_to_ns};
 use crate::common::{self, KeyedQueues, SliceTimers, TunableSpec};
-use schedlab_sim::{CpuId, Dequeue, Enqueue, Nanos, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
+use schedlab_sim::{CpuId, Dequeue, Enqueue, Policy, Sys, TaskId, TaskState, Tunable, WakeKind, Workload};
 
 const IDLEPRIO_KEY: u64 = 0xF000_0000_0000_0000;
 
@@ -78,6 +101,50 @@ pub struct Muqss {
     timers: SliceTimers,
     iso: Vec<IsoLimit>,
     yield_type: i64,
+    /// Each CPU's niffies (its rq's, shared runqueue or not).
+    clocks: Vec<Niffies>,
+    /// p->last_ran: the niffies of the task's CPU when its run was last
+    /// charged to its slice.
+    last_ran: Vec<u64>,
+}
+
+/// A CPU's niffies, the clock its deadlines are stamped and its running
+/// task's slice is counted on, and what update_clocks keeps to advance it.
+/// It advances by the CPU's clock, but at a call that finds jiffies moved
+/// on by at least JIFFIES_TO_NS(jiffies since its last such call) since
+/// then: a CPU that sees a jiffy late and the next one on time gains the
+/// difference, which nothing takes back. A CPU whose tick reads jiffies
+/// before the timekeeper has advanced them (ticks of one jiffy reach the
+/// CPUs in no fixed order) now and then sees two at once, and its niffies
+/// run ahead of the timekeeper's; MuQSS synchronises two CPUs' niffies
+/// (to the later) only where one CPU holds both runqueue locks.
+#[derive(Clone, Default)]
+struct Niffies {
+    niffies: u64,
+    old_clock: u64,
+    last_niffy: u64,
+    last_jiffy: u64,
+    last_jiffy_niffies: u64,
+}
+
+impl Niffies {
+    /// update_clocks at `clock` (sched_clock_cpu, never going back), with
+    /// the kernel's `jiffies`.
+    fn update(&mut self, clock: u64, jiffies: u64, tick_ns: u64) {
+        let clock = clock.max(self.old_clock);
+        // What synchronise_niffies added since the last update is not added
+        // again.
+        let ndiff = (clock - self.old_clock) as i128 - (self.niffies - self.last_niffy) as i128;
+        self.old_clock = clock;
+        let jdiff = jiffies.saturating_sub(self.last_jiffy);
+        let minndiff = (jdiff as i128 * tick_ns as i128 - (self.niffies - self.last_jiffy_niffies) as i128).max(0);
+        self.niffies += ndiff.max(minndiff) as u64;
+        self.last_niffy = self.niffies;
+        if jdiff > 0 {
+            self.last_jiffy += jdiff;
+            self.last_jiffy_niffies = self.niffies;
+        }
+    }
 }
 
 impl Muqss {
@@ -127,7 +194,30 @@ impl Muqss {
             rq_order: Vec::new(),
             timers: SliceTimers::new(n, 1 << 56),
             iso,
+            clocks: vec![Niffies::default(); n as usize],
+            last_ran: Vec::with_capacity(w.initial_tasks() as usize),
         })
+    }
+
+    /// update_clocks(cpu_rq(cpu)): the CPU's niffies brought up to now.
+    fn update_clocks(&mut self, sys: &Sys, cpu: CpuId) -> u64 {
+        let c = &mut self.clocks[cpu as usize];
+        c.update(sys.now, sys.jiffies, sys.tick_ns);
+        c.niffies
+    }
+
+    /// synchronise_niffies: both CPUs' niffies to the later of the two.
+    fn synchronise_niffies(&mut self, a: CpuId, b: CpuId) {
+        let n = self.clocks[a as usize].niffies.max(self.clocks[b as usize].niffies);
+        self.clocks[a as usize].niffies = n;
+        self.clocks[b as usize].niffies = n;
+    }
+
+    /// update_cpu_clock_tick/_switch: the task's run since its last charge,
+    /// on `niffies`, comes off its slice.
+    fn charge(&mut self, t: TaskId, niffies: u64) {
+        let ran = niffies.saturating_sub(self.last_ran[t as usize]);
+        self.dl.account(t, ran);
     }
 
     /// The boot parameter's name of an rqshare value.
@@ -136,6 +226,7 @@ impl Muqss {
     }
 
     fn enqueue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+        self.update_clocks(sys, cpu);
         // The ISO limit is the CPU's (rq->iso_ticks is not shared).
         self.dl.set_iso_prio(sys, t, !self.iso[cpu as usize].refractory);
         self.rqs.insert(self.queue_of[cpu as usize], t, self.dl.key(sys, t, IDLEPRIO_KEY));
@@ -146,12 +237,22 @@ impl Muqss {
         sys.cpus[cpu as usize].nr_running
     }
 
-    fn earliest_deadline_task(&self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
+    fn earliest_deadline_task(&mut self, sys: &Sys, cpu: CpuId) -> Option<TaskId> {
         let (mut best, mut best_key, mut best_entries) = (None, u64::MAX, 0usize);
-        for &other in &self.rq_order[cpu as usize] {
+        for i in 0..self.rq_order[cpu as usize].len() {
+            let other = self.rq_order[cpu as usize][i];
             let entries = self.rqs.len(other);
             if entries == 0 || (!self.dl.interactive && entries <= best_entries) {
                 continue;
+            }
+            if i > 0 {
+                // A remote runqueue is locked (trylock_rq, which
+                // synchronises the two CPUs' niffies) only when its first
+                // key beats the best so far.
+                if self.rqs.iter(other).next().is_none_or(|(key, _)| key >= best_key) {
+                    continue;
+                }
+                self.synchronise_niffies(cpu, other);
             }
             if let Some((key, t)) = self.rqs.iter(other).find(|&(_, t)| sys.allowed(t, cpu))
                 && key < best_key
@@ -183,7 +284,22 @@ impl Policy for Muqss {
     }
 
     fn task_new(&mut self, sys: &mut Sys, t: TaskId, parent: Option<TaskId>) {
-        self.dl.task_new(sys, t);
+        // The child starts on the forking CPU (sched_fork's set_task_cpu),
+        // and a deadline it gets there is on that CPU's niffies.
+        let cpu = sys.task(t).cpu;
+        let niffies = self.update_clocks(sys, cpu);
+        self.dl.task_new(sys, t, niffies);
+        if self.last_ran.len() <= t as usize {
+            self.last_ran.resize(t as usize + 1, 0);
+        }
+        self.last_ran[t as usize] = niffies;
+        // account_task_cpu: the forking task's run so far comes off its
+        // slice before wake_up_new_task halves it, and the child's
+        // last_ran is its parent's.
+        if let Some(p) = parent.filter(|&p| self.dl.curr[cpu as usize] == Some(p)) {
+            self.charge(p, niffies);
+            self.last_ran[p as usize] = niffies;
+        }
         if self.order.is_empty() {
             self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
             self.rq_order = self.order.iter().map(|order| rq_order(order, &self.queue_of)).collect();
@@ -227,19 +343,31 @@ impl Policy for Muqss {
         self.enqueue_task(sys, cpu, t);
     }
 
-    fn dequeue(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, _why: Dequeue) {
+    fn dequeue(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, _why: Dequeue) {
+        self.update_clocks(sys, cpu);
         self.rqs.remove(t);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
-        let requeued = self.dl.take_prev(sys, cpu);
+        // __schedule: niffies brought up to date, the leaving task's run
+        // charged (update_cpu_clock_switch), its slice checked on this
+        // CPU's niffies.
+        let niffies = self.update_clocks(sys, cpu);
+        if let Some(p) = self.dl.curr[cpu as usize] {
+            self.charge(p, niffies);
+        }
+        let requeued = self.dl.take_prev(sys, cpu, niffies);
         if let Some(p) = requeued {
             self.enqueue_task(sys, cpu, p);
         }
         let next = self.earliest_deadline_task(sys, cpu);
         match next {
             Some(n) => {
+                // take_task: dequeue_task on the runqueue of the CPU the
+                // task was on updates that CPU's niffies.
+                self.update_clocks(sys, sys.task(n).cpu);
                 self.rqs.remove(n);
+                self.last_ran[n as usize] = niffies;
                 self.dl.set_curr(sys, cpu, n);
                 // hrexpiry: the slice ends exactly, US_TO_NS(time_slice)
                 // from now (6144 "us" of a 6 ms rr_interval are 6.29 ms).
@@ -252,19 +380,25 @@ impl Policy for Muqss {
     }
 
     fn put_prev(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, runnable: bool) {
+        let niffies = self.update_clocks(sys, cpu);
+        self.charge(t, niffies);
         self.dl.curr[cpu as usize] = None;
         self.timers.cancel(cpu);
-        self.dl.check_deadline(sys, t);
+        self.dl.check_deadline(sys, t, niffies);
         if runnable {
             self.enqueue_task(sys, cpu, t);
         }
     }
 
-    fn account(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, delta: Nanos) {
-        self.dl.account(t, delta);
-    }
+    // No `account`: MuQSS charges a slice only at the tick, at a switch and
+    // at a fork, by the CPU's niffies since the task's last charge (see
+    // `charge`), not by the time the engine saw it run.
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
+        // scheduler_tick: update_clocks, then update_cpu_clock_tick.
+        let niffies = self.update_clocks(sys, cpu);
+        self.charge(curr, niffies);
+        self.last_ran[curr as usize] = niffies;
         let iso = self.dl.iso_tick(sys, &mut self.iso[cpu as usize], curr);
         if iso == IsoAction::Resched || self.dl.time_slice(curr) < RESCHED_US {
             sys.resched(cpu);
@@ -338,5 +472,43 @@ impl Policy for Muqss {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Niffies;
+
+    const TICK: u64 = 4_000_000;
+
+    #[test]
+    fn niffies_follow_the_clock_and_gain_what_a_jiffy_read_late_takes() {
+        // Read on the jiffy, every jiffy: the clock's time, nothing more.
+        let mut on_time = Niffies::default();
+        for j in 1..=10 {
+            on_time.update(j * TICK + 1_000, j, TICK);
+        }
+        assert_eq!(on_time.niffies, 10 * TICK + 1_000);
+        // The same clock, but the ticks of jiffies 4 and 5 come before the
+        // timekeeper's and read the jiffy before, and jiffy 6's after it:
+        // jiffy 4 is first seen a whole jiffy late, jiffies 5 and 6 on
+        // time at once, and update_clocks takes their two jiffies' length
+        // over the one jiffy of clock since: a jiffy gained for good.
+        let mut late = Niffies::default();
+        for j in 1..=10 {
+            let seen = match j {
+                4 | 5 => j - 1,
+                _ => j,
+            };
+            late.update(j * TICK + 1_000, seen, TICK);
+        }
+        assert_eq!(late.niffies, 11 * TICK + 1_000);
+        // What synchronise_niffies added is taken out of the clock's next
+        // advance: 3 jiffies added, 1 of clock since, nothing more.
+        let mut synced = Niffies::default();
+        synced.update(TICK, 1, TICK);
+        synced.niffies += 3 * TICK;
+        synced.update(2 * TICK, 2, TICK);
+        assert_eq!(synced.niffies, 4 * TICK);
     }
 }

@@ -358,6 +358,47 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
 }
 
 #[test]
+fn muqss_keeps_a_hog_on_the_cpu_whose_niffies_lag() {
+    // 3 hogs on 2 CPUs sharing a runqueue (muqss-5.10, rqshare=mc: 163
+    // switches/s, 0.5-4 migrations/s in the guests). Each CPU stamps
+    // deadlines on its own niffies; the CPU that does not keep jiffies
+    // sometimes reads two at once at its tick and gains a jiffy, so its
+    // deadlines fall later and later behind the timekeeper's. The hog on
+    // the timekeeping CPU then renews a deadline earlier than the queued
+    // hog's at every expiry and keeps its CPU; the other two share the
+    // other CPU, one 6.29 ms slice each. With jiffies read alike on every
+    // CPU (or one clock for all) the three take turns on both: 318
+    // switches/s and 317 migrations/s. The hogs start apart, so that no
+    // two slices end at one instant (where a nanosecond decides).
+    let w = workload(
+        r#"
+duration = "5s"
+[machine]
+cpus = 2
+[[task]]
+name = "a"
+program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "b"
+program = [ { sleep = "1500us" }, { loop = "forever", body = [ { run = "1s" } ] } ]
+[[task]]
+name = "c"
+program = [ { sleep = "3700us" }, { loop = "forever", body = [ { run = "1s" } ] } ]
+"#,
+    );
+    let r = run_checked(&w, "muqss");
+    assert_conservation(&r);
+    let shares: Vec<f64> = r.tasks.iter().map(|t| t.cpu_share_pct).collect();
+    let kept = shares.iter().filter(|&&s| s > 97.0).count();
+    let halves = shares.iter().filter(|&&s| (45.0..=55.0).contains(&s)).count();
+    assert_eq!((kept, halves), (1, 2), "shares {shares:?}");
+    let migrations = r.totals.migrations as f64 * 1e9 / r.duration_ns as f64;
+    let switches = r.totals.context_switches_per_sec;
+    assert!(migrations < 5.0, "{migrations:.1} migrations/s");
+    assert!((150.0..=180.0).contains(&switches), "{switches:.0} switches/s");
+}
+
+#[test]
 fn cacule_and_tt_order_nice_levels() {
     let w = workload(NICE);
     // CacULE: vruntime is weighted, so a nice-5 hog's score rises 3x

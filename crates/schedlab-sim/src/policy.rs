@@ -96,6 +96,12 @@ pub struct Sys {
     pub topology: Topology,
     pub nr_cpus: u32,
     pub tick_ns: Nanos,
+    /// The kernel's jiffies: the jiffy boundaries (one every `tick_ns`)
+    /// passed as of its last update, which only the timekeeping CPU's tick
+    /// (tick_do_timer_cpu) and a CPU leaving NO_HZ idle make
+    /// (tick_do_update_jiffies64): another CPU's tick that comes before the
+    /// timekeeper's in the same jiffy still reads the jiffy before.
+    pub jiffies: u64,
     pub tasks: Vec<TaskInfo>,
     pub cpus: Vec<CpuInfo>,
     pub groups: Vec<GroupSpec>,
@@ -127,6 +133,7 @@ impl Sys {
             now: 0,
             nr_cpus,
             tick_ns,
+            jiffies: 0,
             tasks: Vec::new(),
             cpus: vec![CpuInfo::default(); nr_cpus as usize],
             groups,

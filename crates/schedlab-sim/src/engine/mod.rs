@@ -240,6 +240,9 @@ pub struct Engine<'w> {
     error: Option<SimError>,
     /// The counts where the report's window opened, if it opens late.
     baseline: Option<window::Baseline>,
+    /// tick_do_timer_cpu: the CPU whose tick advances `sys.jiffies`, none
+    /// while the last one is idle (until the next CPU to tick takes it).
+    timekeeper: Option<CpuId>,
 }
 
 impl<'w> Engine<'w> {
@@ -255,6 +258,7 @@ impl<'w> Engine<'w> {
             pending_starts: 0,
             progs: Vec::new(),
             cpu_run: vec![CpuRun { idle_since: Some(0), ..CpuRun::default() }; nr_cpus as usize],
+            timekeeper: Some(0),
             chans: w.channels.iter().map(|c| Chan { tokens: c.initial, waiters: VecDeque::new() }).collect(),
             conds: vec![VecDeque::new(); w.conds.len()],
             barriers: w.barriers.iter().map(|b| BarrierState { users: b.users, waiting: Vec::new() }).collect(),
@@ -641,6 +645,12 @@ impl<'w> Engine<'w> {
         let Some(curr) = self.sys.cpus[cpu as usize].curr else {
             return;
         };
+        // tick_sched_do_timer, before the scheduler's tick: a CPU takes up
+        // the timekeeping no CPU holds, and the timekeeper advances jiffies.
+        let keeper = *self.timekeeper.get_or_insert(cpu);
+        if keeper == cpu {
+            self.update_jiffies();
+        }
         self.sync(cpu);
         let policy = self.sys.tasks[curr as usize].policy;
         if policy.is_rt() {
@@ -652,6 +662,15 @@ impl<'w> Engine<'w> {
         }
         self.policy.balance(&mut self.sys, cpu, false);
         self.arm_tick(cpu);
+    }
+
+    /// tick_do_update_jiffies64: jiffies count the jiffy boundaries passed
+    /// by now (the ticks' boundaries, `tick_phase` and every `tick_ns` after).
+    fn update_jiffies(&mut self) {
+        let tick = self.sys.tick_ns;
+        let phase = tick_phase(self.w.seed, tick);
+        let passed = if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 };
+        self.sys.jiffies = self.sys.jiffies.max(passed);
     }
 
     fn arm_tick(&mut self, cpu: CpuId) {
@@ -730,6 +749,12 @@ impl<'w> Engine<'w> {
     fn schedule(&mut self, cpu: CpuId) {
         let now = self.sys.now;
         let prev = self.sys.cpus[cpu as usize].curr;
+        if prev.is_none() {
+            // An idle CPU is woken by an interrupt (the kick, a timer):
+            // tick_nohz_irq_enter brings jiffies up to date before it
+            // schedules.
+            self.update_jiffies();
+        }
         let mut prev_state = TaskState::Exited;
         if let Some(p) = prev {
             self.sync(cpu);
@@ -776,6 +801,11 @@ impl<'w> Engine<'w> {
             None => {
                 // An idle CPU kicked for nothing stays in its idle interval.
                 run.idle_since.get_or_insert(now);
+                // NO_HZ idle stops the tick, and a timekeeper gives up the
+                // jiffies (tick_nohz_stop_tick) to the next CPU that ticks.
+                if self.timekeeper == Some(cpu) {
+                    self.timekeeper = None;
+                }
             }
             Some(t) => {
                 if let Some(since) = run.idle_since.take() {
