@@ -392,6 +392,12 @@ fn muqss_kernel_runs_rr_interval_slices_with_a_shared_runqueue() {
     let cpu: f64 = real["tasks"].as_array().unwrap().iter().map(|t| t["cpu_time_ns"].as_f64().unwrap()).sum();
     let duration = real["duration_ns"].as_f64().unwrap();
     assert!(cpu <= duration * 1.02, "task CPU {cpu:.0} ns over {duration:.0} ns of one CPU");
+    // The runner read how far CPU 1's niffies stood from CPU 0's at the
+    // start (from /proc's task_prio, within about 250 ms either way): in
+    // the boots of 2026-11-27, 50-95 ms ahead.
+    let extra = real["extra"].as_array().unwrap();
+    let ahead = extra.iter().find(|e| e[0] == "niffies_ahead_cpu1_ms").map(|e| e[1].as_f64().unwrap());
+    assert!(ahead.is_some_and(|a| a.abs() < 260.0), "niffies read: {ahead:?} in {extra:?}");
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod cgroup;
 pub mod info;
 pub mod leftovers;
 mod measure;
+mod niffies;
 mod record;
 pub mod signals;
 mod stacks;
@@ -42,6 +43,13 @@ pub use measure::{
 };
 pub use record::{Recording, record};
 pub use sys::ProcStat;
+
+/// The extra figures of a host report on a MuQSS kernel that say how far
+/// CPU N's niffies stood ahead of the first CPU's when the workload started
+/// (ms, negative behind; `niffies_ahead_cpu1_ms`, ...): read from /proc by
+/// a thread moved between them (see niffies.rs), absent where the kernel is
+/// not MuQSS or the reading failed.
+pub const NIFFIES_AHEAD_PREFIX: &str = "niffies_ahead_cpu";
 /// CLOCK_MONOTONIC in ns, the clock of the traces schedlab takes.
 pub use sys::now as monotonic_now;
 
@@ -177,6 +185,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     if failed {
         sh.stop.store(true, Ordering::SeqCst);
     }
+    // MuQSS stamps deadlines on each CPU's own niffies: how far apart they
+    // stand as the workload starts (its threads all wait at the gate).
+    let niffies_ahead = if failed { None } else { niffies::gaps(&sh.cpu_map) };
     if let Some(t) = &tracer {
         t.set_on(true);
     }
@@ -198,7 +209,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
 
     let results: Vec<_> =
         sh.results.lock().expect("lock").iter().filter_map(|slot| slot.lock().expect("lock").take()).collect();
-    let (report, foreign) = build_report(
+    let (mut report, foreign) = build_report(
         &sh,
         results,
         trace.as_ref().map(|c| c.events.as_slice()),
@@ -212,6 +223,9 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         opts.trace_machine,
     );
     warnings.extend(foreign);
+    for (cpu, ahead) in niffies_ahead.iter().flatten().enumerate().skip(1) {
+        report.extra.push((format!("{NIFFIES_AHEAD_PREFIX}{cpu}_ms"), (ahead / 1e5).round() / 10.0));
+    }
     Ok(HostRun { report, warnings, removed, trace: trace_text })
 }
 

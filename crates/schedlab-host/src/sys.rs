@@ -9,6 +9,13 @@ pub fn gettid() -> i32 {
     unsafe { libc::gettid() }
 }
 
+/// The CPU the calling thread runs on, as the kernel numbers it.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments; -1 on failure.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 fn clock(id: libc::clockid_t) -> Nanos {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid timespec; both clocks always exist on Linux.

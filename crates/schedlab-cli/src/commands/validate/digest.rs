@@ -120,6 +120,11 @@ pub(super) struct RunDigest {
     /// 2026-11-28).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) preempt_wakeup_us: Option<f64>,
+    /// On a MuQSS kernel: how far each CPU's niffies stood ahead of the
+    /// first CPU's when the workload started (ms, from the second CPU on;
+    /// runs booted since 2026-11-27 with the runner of this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) niffies_ahead_ms: Option<Vec<f64>>,
 }
 
 impl RunDigest {
@@ -158,6 +163,10 @@ impl RunDigest {
                 .iter()
                 .map(|&p| r.extra_figure(&schedlab_host::sleep_timer_late_name(p)))
                 .collect(),
+            niffies_ahead_ms: (1..r.cpus)
+                .map(|c| r.extra_figure(&format!("{}{c}_ms", schedlab_host::NIFFIES_AHEAD_PREFIX)))
+                .collect::<Option<Vec<f64>>>()
+                .filter(|v| !v.is_empty()),
         }
     }
 
@@ -220,7 +229,14 @@ mod tests {
         let w = load_workload(&experiment_common(exp, 200_000_000, 1)).unwrap();
         let mut r = simulate(&w, "eevdf").unwrap();
         r.extra.push((schedlab_host::UPTIME_AT_START.into(), 2.5));
+        // A MuQSS guest's niffies, CPU by CPU from the second: kept only
+        // where every CPU was read.
+        assert_eq!(RunDigest::of(exp, &r).niffies_ahead_ms, None);
+        for c in 1..r.cpus {
+            r.extra.push((format!("{}{c}_ms", schedlab_host::NIFFIES_AHEAD_PREFIX), 50.0 + c as f64));
+        }
         let d = RunDigest::of(exp, &r);
+        assert_eq!(d.niffies_ahead_ms, Some((1..r.cpus).map(|c| 50.0 + c as f64).collect()));
         assert_eq!(d.figures.len(), figures(exp, &r).len());
         assert_eq!(d.uptime_s, Some(2.5));
         assert!(d.is_of_length(200_000_000) && !d.is_of_length(400_000_000));

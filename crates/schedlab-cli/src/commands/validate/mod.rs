@@ -458,6 +458,7 @@ impl<'a> Kernel<'a> {
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
+        let mut niffies_ahead: Vec<f64> = Vec::new();
         for run in 1..=runs {
             let name = format!("{}-{run}", exp.id);
             let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
@@ -498,6 +499,7 @@ impl<'a> Kernel<'a> {
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
+            niffies_ahead.extend(real.niffies_ahead_ms.iter().flatten());
             reals.push(real.figures.clone());
             if !exp.figures.decisions
                 && let Some(machine) = &real.machine
@@ -545,6 +547,11 @@ impl<'a> Kernel<'a> {
                 let (rates, means): (Vec<f64>, Vec<f64>) = v.into_iter().unzip();
                 background::MachineWork { runs_per_s: median(rates), run_mean: (median(means) * 1e3) as u64 }
             }),
+            niffies_ahead: niffies_ahead
+                .iter()
+                .copied()
+                .reduce(f64::min)
+                .zip(niffies_ahead.iter().copied().reduce(f64::max)),
         };
         let guest = Guest { costs: &self.c.guest_costs, start };
         let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
@@ -649,6 +656,11 @@ struct Start {
     controller_cpu: Option<u64>,
     /// What the guest ran besides the workload ([`background`]).
     machine_work: Option<background::MachineWork>,
+    /// On MuQSS: the least and the most any CPU's niffies stood ahead of
+    /// the first CPU's at the start of a run (ms, over the CPUs and the
+    /// runs that read them). Shown, not simulated: the simulation's CPUs
+    /// start with their niffies together.
+    niffies_ahead: Option<(f64, f64)>,
 }
 
 /// The median of `values` in ns (each given in units of `ns` ns), where
