@@ -1,7 +1,8 @@
 //! The discrete-event simulator: one clock, one event queue ordered by
 //! (time, sequence) so a run is deterministic, the task programs, the CPUs
-//! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, and all
-//! accounting. Scheduling decisions are the policy's; the engine only asks.
+//! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, the
+//! kernel's jiffies (advanced by one timekeeping CPU's tick, as
+//! tick_do_timer_cpu does, and by a CPU leaving idle), and all accounting. Scheduling decisions are the policy's; the engine only asks.
 //! `program.rs` carries out a task's ops, `rt.rs` is the real-time class
 //! the engine keeps above every policy, `queue.rs` the event queue,
 //! `checks.rs` what a policy must not do, `finish.rs` the report at the end,
