@@ -38,7 +38,9 @@
 //!   stamped on CPU 1, and the other way, put CPU 1's niffies about 50-95 ms
 //!   ahead of CPU 0's when a workload started and 56 to over 250 ms ahead
 //!   after 1 s of 3 spinners, the lone spinner on CPU 0 in 6 boots of 7
-//!   (tools/validation/muqss-niffies.c).
+//!   (tools/validation/muqss-niffies.c). The CPUs' niffies start as far
+//!   apart as the machine says (`Machine::niffies_ahead`, which validate
+//!   takes from what the runner reads in each run), else together.
 //! - Slices end exactly with hrexpiry (a high-resolution timer, armed
 //!   US_TO_NS(time_slice) ahead) unless the tick finds them used up first
 //!   on the CPU's niffies.
@@ -194,7 +196,7 @@ impl Muqss {
             rq_order: Vec::new(),
             timers: SliceTimers::new(n, 1 << 56),
             iso,
-            clocks: vec![Niffies::default(); n as usize],
+            clocks: start_niffies(&w.machine.niffies_ahead, n),
             last_ran: Vec::with_capacity(w.initial_tasks() as usize),
         })
     }
@@ -264,6 +266,19 @@ impl Muqss {
         }
         best
     }
+}
+
+/// Each CPU's niffies at the start, as far apart as `ahead` says (ns ahead
+/// of CPU 0's; only the differences count, so the lowest starts at 0).
+fn start_niffies(ahead: &[i64], nr_cpus: u32) -> Vec<Niffies> {
+    let at = |c: usize| ahead.get(c).copied().unwrap_or(0);
+    let lowest = (0..nr_cpus as usize).map(at).min().unwrap_or(0);
+    (0..nr_cpus as usize)
+        .map(|c| {
+            let n = (at(c) - lowest) as u64;
+            Niffies { niffies: n, last_niffy: n, last_jiffy_niffies: n, ..Niffies::default() }
+        })
+        .collect()
 }
 
 /// rq_order: the runqueues of `order`'s CPUs, each once, in that order.
@@ -477,7 +492,16 @@ impl Policy for Muqss {
 
 #[cfg(test)]
 mod tests {
-    use super::Niffies;
+    use super::{Niffies, start_niffies};
+
+    #[test]
+    fn niffies_start_as_far_apart_as_the_machine_says() {
+        // Only the differences count: the lowest CPU starts at 0.
+        let at = |ahead: &[i64], n| start_niffies(ahead, n).iter().map(|c| c.niffies).collect::<Vec<_>>();
+        assert_eq!(at(&[0, 70_000_000], 2), [0, 70_000_000]);
+        assert_eq!(at(&[0, -5_000_000, 2_000_000], 4), [5_000_000, 0, 7_000_000, 5_000_000]);
+        assert_eq!(at(&[], 2), [0, 0]);
+    }
 
     const TICK: u64 = 4_000_000;
 

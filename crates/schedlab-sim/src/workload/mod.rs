@@ -475,6 +475,11 @@ pub struct Machine {
     /// boot is that old at the start, and a patch may read its age
     /// (CacULE scores a task group's entity by its life since boot).
     pub uptime: Nanos,
+    /// How far each CPU's deadline clock stands ahead of CPU 0's when the
+    /// workload starts (ns, CPU 0's first; none listed: together): what a
+    /// MuQSS kernel's per-CPU niffies had drifted to by then, which
+    /// `schedlab validate` takes from the runs (the runner reads them).
+    pub niffies_ahead: Vec<i64>,
 }
 
 impl GroupSpec {
@@ -493,6 +498,7 @@ impl Machine {
             hz: DEFAULT_HZ,
             costs: Costs::default().overridden(ov)?,
             uptime: ov.uptime.unwrap_or(DEFAULT_UPTIME),
+            niffies_ahead: Vec::new(),
         })
     }
 

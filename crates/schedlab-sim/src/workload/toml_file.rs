@@ -228,7 +228,7 @@ impl Ctx<'_> {
             (None, Some(u)) => parse_duration(u.get_ref()).map_err(|m| self.err(u.span(), m))?,
             (None, None) => super::DEFAULT_UPTIME,
         };
-        Ok(Machine { topology, hz, costs, uptime })
+        Ok(Machine { topology, hz, costs, uptime, niffies_ahead: Vec::new() })
     }
 
     fn duration(&self, file: Option<&Spanned<String>>, ov: &Overrides) -> Result<Nanos, WorkloadError> {

@@ -332,7 +332,7 @@ fn cross_model(opts: &Options, runs: usize, checked: &[Checked]) -> Result<matri
         if model == c.policy.name {
             return Ok((row.sim.clone(), row.guest.clone()));
         }
-        let guest = Guest { costs: &c.guest_costs, start: row.start };
+        let guest = Guest { costs: &c.guest_costs, start: row.start.clone() };
         let sims = simulated(opts, row.exp, model, runs, row.exp.secs * SEC, Some(&guest))?;
         Ok((defaults[&(model, row.exp.id)].clone(), medians(&sims)))
     })
@@ -458,7 +458,7 @@ impl<'a> Kernel<'a> {
         let mut controller_cpu = Vec::new();
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
-        let mut niffies_ahead: Vec<f64> = Vec::new();
+        let mut niffies_ahead = Vec::new();
         for run in 1..=runs {
             let name = format!("{}-{run}", exp.id);
             let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
@@ -499,7 +499,7 @@ impl<'a> Kernel<'a> {
             controller_cpu.push(real.controller_cpu_ms);
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
-            niffies_ahead.extend(real.niffies_ahead_ms.iter().flatten());
+            niffies_ahead.push(real.niffies_ahead_ms.clone());
             reals.push(real.figures.clone());
             if !exp.figures.decisions
                 && let Some(machine) = &real.machine
@@ -547,13 +547,13 @@ impl<'a> Kernel<'a> {
                 let (rates, means): (Vec<f64>, Vec<f64>) = v.into_iter().unzip();
                 background::MachineWork { runs_per_s: median(rates), run_mean: (median(means) * 1e3) as u64 }
             }),
-            niffies_ahead: niffies_ahead
-                .iter()
-                .copied()
-                .reduce(f64::min)
-                .zip(niffies_ahead.iter().copied().reduce(f64::max)),
+            niffies_ahead: niffies_ahead.into_iter().collect::<Option<Vec<Vec<f64>>>>().and_then(|runs| {
+                let cpus = runs.first()?.len();
+                (cpus > 0 && runs.iter().all(|r| r.len() == cpus))
+                    .then(|| (0..cpus).map(|c| median(runs.iter().map(|r| r[c]).collect())).collect())
+            }),
         };
-        let guest = Guest { costs: &self.c.guest_costs, start };
+        let guest = Guest { costs: &self.c.guest_costs, start: start.clone() };
         let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
         Ok(Row {
             exp,
@@ -624,7 +624,7 @@ struct Guest<'a> {
 }
 
 /// How the real runs started, each the runs' median, in ns.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Start {
     /// The kernel's uptime when the runs began.
     uptime: Option<u64>,
@@ -656,11 +656,11 @@ struct Start {
     controller_cpu: Option<u64>,
     /// What the guest ran besides the workload ([`background`]).
     machine_work: Option<background::MachineWork>,
-    /// On MuQSS: the least and the most any CPU's niffies stood ahead of
-    /// the first CPU's at the start of a run (ms, over the CPUs and the
-    /// runs that read them). Shown, not simulated: the simulation's CPUs
-    /// start with their niffies together.
-    niffies_ahead: Option<(f64, f64)>,
+    /// On MuQSS: how far each CPU's niffies stood ahead of the first
+    /// CPU's at the start (ms, from the second CPU on), each the median of
+    /// the runs, where every run read them; the simulation's CPUs start as
+    /// far apart.
+    niffies_ahead: Option<Vec<f64>>,
 }
 
 /// The median of `values` in ns (each given in units of `ns` ns), where
@@ -713,6 +713,11 @@ fn simulated(
                 cm.uptime = g.start.uptime;
             }
             let mut w = load_workload(&cm)?;
+            // MuQSS's CPUs start with their niffies as far apart as the
+            // runs read them.
+            if let Some(ahead) = guest.and_then(|g| g.start.niffies_ahead.as_ref()) {
+                w.machine.niffies_ahead = std::iter::once(0).chain(ahead.iter().map(|ms| (ms * 1e6) as i64)).collect();
+            }
             // A thread forked in the run pays what the runner's threads paid
             // before their work in the real runs (their attributes' system
             // calls besides the thread's own start, which is all calibrate
@@ -789,7 +794,7 @@ fn simulated(
                 return Ok(decision_figures(&simulate_decisions(&beside(w), policy)?));
             }
             let started = guest.and_then(|g| {
-                let s = g.start;
+                let s = &g.start;
                 start::runner_start(&w, s.before_start?, s.at_gate, s.controller_cpu.unwrap_or(0))
             });
             Ok(figures(exp, &simulate(&beside(started.unwrap_or(w)), policy)?))

@@ -337,10 +337,13 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
         if !paid.is_empty() {
             beside.push_str(&format!("; the threads paid {}", paid.join(", ")));
         }
-        if let Some((lo, hi)) = row.start.niffies_ahead {
-            let range = if hi - lo < 1.0 { format!("{hi:.0}") } else { format!("{lo:.0} to {hi:.0}") };
-            let cpus = if row.exp.cpus == 2 { "CPU 1's niffies" } else { "the other CPUs' niffies" };
-            beside.push_str(&format!("; {cpus} {range} ms ahead of CPU 0's at the start (read in /proc)"));
+        if let Some(ahead) = &row.start.niffies_ahead {
+            let ms: Vec<String> = ahead.iter().map(|a| format!("{a:.0}")).collect();
+            let cpus = if ms.len() == 1 { "CPU 1's".to_string() } else { format!("CPUs 1-{}'s", ms.len()) };
+            beside.push_str(&format!(
+                "; {cpus} niffies {} ms ahead of CPU 0's at the start (read in /proc)",
+                ms.join(", ")
+            ));
         }
         if let Some(q) = row.start.timer_lateness {
             let at = |p: f64| SLEEP_PERCENTILES.iter().position(|&x| x == p).map_or(0.0, |i| q[i] as f64 / 1e3);
