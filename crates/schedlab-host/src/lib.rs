@@ -39,17 +39,10 @@ pub use measure::{
     FORK_CPU_US, IDLE_WAKEUP_MEAN, IDLE_WAKEUP_P50, OTHER_TASKS_CPU_PCT, OTHER_TASKS_RUN_MEAN_US,
     OTHER_TASKS_RUNS_PER_S, PREEMPT_WAKEUP_P50, THREAD_EXIT_P50, TICKS_DELIVERED, TICKS_DELIVERED_MIN_PCT,
     TIMER_LATE_P50, TIMER_LATE_P90, TIMER_LATE_P90_LIMIT_US, TIMER_WAKEUP_CPU_US, UPTIME_AT_START,
-    WAIT_RUN_TO_SIGNAL_US, WAIT_SIGNAL_TO_SWITCH_US, WAIT_WAKEUP_CPU_US, sleep_timer_late_name,
+    WAIT_RUN_TO_SIGNAL_US, WAIT_SIGNAL_TO_SWITCH_US, WAIT_WAKEUP_CPU_US, niffies_ahead_name, sleep_timer_late_name,
 };
 pub use record::{Recording, record};
 pub use sys::ProcStat;
-
-/// The extra figures of a host report on a MuQSS kernel that say how far
-/// CPU N's niffies stood ahead of the first CPU's when the workload started
-/// (ms, negative behind; `niffies_ahead_cpu1_ms`, ...): read from /proc by
-/// a thread moved between them (see niffies.rs), absent where the kernel is
-/// not MuQSS or the reading failed.
-pub const NIFFIES_AHEAD_PREFIX: &str = "niffies_ahead_cpu";
 /// CLOCK_MONOTONIC in ns, the clock of the traces schedlab takes.
 pub use sys::now as monotonic_now;
 
@@ -224,7 +217,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
     );
     warnings.extend(foreign);
     for (cpu, ahead) in niffies_ahead.iter().flatten().enumerate().skip(1) {
-        report.extra.push((format!("{NIFFIES_AHEAD_PREFIX}{cpu}_ms"), (ahead / 1e5).round() / 10.0));
+        report.extra.push((niffies_ahead_name(cpu as u32), (ahead / 1e5).round() / 10.0));
     }
     Ok(HostRun { report, warnings, removed, trace: trace_text })
 }

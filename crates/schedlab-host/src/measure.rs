@@ -403,6 +403,15 @@ pub fn sleep_timer_late_name(percentile: f64) -> String {
     format!("sleep_timer_late_p{percentile}_us")
 }
 
+/// The extra figures of a host report on a MuQSS kernel that say how far
+/// CPU `cpu`'s niffies stood ahead of the first CPU's when the workload
+/// started (ms, negative behind): `niffies_ahead_cpu1_ms` and so on, read
+/// from /proc by a thread moved between them (niffies.rs), absent where
+/// the kernel is not MuQSS or the reading failed.
+pub fn niffies_ahead_name(cpu: u32) -> String {
+    format!("niffies_ahead_cpu{cpu}_ms")
+}
+
 /// Whether every op of a program runs (run ops in loops, an exit) or is
 /// one `also` accepts: its thread's CPU clock is its work and those ops.
 fn runs_and(program: &[Op], also: fn(&Op) -> bool) -> bool {

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 const READINGS: usize = 3;
 
 /// Whether this kernel is MuQSS (or BFS): the sysctls only -ck kernels have.
-pub(crate) fn muqss_kernel() -> bool {
+fn muqss_kernel() -> bool {
     ["rr_interval", "iso_cpu", "interactive"].iter().all(|f| std::path::Path::new("/proc/sys/kernel").join(f).exists())
 }
 

@@ -216,9 +216,12 @@ impl Muqss {
     }
 
     /// update_cpu_clock_tick/_switch: the task's run since its last charge,
-    /// on `niffies`, comes off its slice.
+    /// on `niffies`, comes off its slice, and it is charged up to there.
+    /// (update_cpu_clock_switch leaves last_ran to the pick, which sets it
+    /// for the task switched in: the same, as a task's last_ran is read
+    /// only while it runs.)
     fn charge(&mut self, t: TaskId, niffies: u64) {
-        let ran = niffies.saturating_sub(self.last_ran[t as usize]);
+        let ran = niffies.saturating_sub(std::mem::replace(&mut self.last_ran[t as usize], niffies));
         self.dl.account(t, ran);
     }
 
@@ -313,7 +316,6 @@ impl Policy for Muqss {
         // last_ran is its parent's.
         if let Some(p) = parent.filter(|&p| self.dl.curr[cpu as usize] == Some(p)) {
             self.charge(p, niffies);
-            self.last_ran[p as usize] = niffies;
         }
         if self.order.is_empty() {
             self.order = (0..sys.nr_cpus).map(|c| common::cpu_order(sys, c)).collect();
@@ -413,7 +415,6 @@ impl Policy for Muqss {
         // scheduler_tick: update_clocks, then update_cpu_clock_tick.
         let niffies = self.update_clocks(sys, cpu);
         self.charge(curr, niffies);
-        self.last_ran[curr as usize] = niffies;
         let iso = self.dl.iso_tick(sys, &mut self.iso[cpu as usize], curr);
         if iso == IsoAction::Resched || self.dl.time_slice(curr) < RESCHED_US {
             sys.resched(cpu);

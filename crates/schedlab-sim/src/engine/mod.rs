@@ -2,7 +2,8 @@
 //! (time, sequence) so a run is deterministic, the task programs, the CPUs
 //! with their tick (NO_HZ idle: no tick on an idle CPU) and costs, the
 //! kernel's jiffies (advanced by one timekeeping CPU's tick, as
-//! tick_do_timer_cpu does, and by a CPU leaving idle), and all accounting. Scheduling decisions are the policy's; the engine only asks.
+//! tick_do_timer_cpu does, and by a CPU leaving idle), and all accounting.
+//! Scheduling decisions are the policy's; the engine only asks.
 //! `program.rs` carries out a task's ops, `rt.rs` is the real-time class
 //! the engine keeps above every policy, `queue.rs` the event queue,
 //! `checks.rs` what a policy must not do, `finish.rs` the report at the end,
@@ -665,30 +666,35 @@ impl<'w> Engine<'w> {
         self.arm_tick(cpu);
     }
 
-    /// tick_do_update_jiffies64: jiffies count the jiffy boundaries passed
-    /// by now (the ticks' boundaries, `tick_phase` and every `tick_ns` after).
-    fn update_jiffies(&mut self) {
+    /// The jiffy boundaries passed by now: `tick_phase`, and every `tick_ns`
+    /// after it. Tick n falls on boundary n (plus its jitter).
+    fn jiffies_passed(&self) -> u64 {
         let tick = self.sys.tick_ns;
         let phase = tick_phase(self.w.seed, tick);
-        let passed = if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 };
-        self.sys.jiffies = self.sys.jiffies.max(passed);
+        if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 }
+    }
+
+    /// tick_do_update_jiffies64: jiffies count the boundaries passed by now.
+    fn update_jiffies(&mut self) {
+        self.sys.jiffies = self.sys.jiffies.max(self.jiffies_passed());
     }
 
     fn arm_tick(&mut self, cpu: CpuId) {
-        let tick = self.sys.tick_ns;
-        let run = &mut self.cpu_run[cpu as usize];
-        if run.tick_armed {
+        if self.cpu_run[cpu as usize].tick_armed {
             return;
         }
-        run.tick_armed = true;
-        run.tick_epoch = run.tick_epoch.wrapping_add(1);
         // Ticks fall on jiffy boundaries on every CPU (sched_skew_tick=0),
         // but interrupts of one jiffy reach the CPUs in no fixed order: a
         // seeded jitter of up to costs.tick_jitter keeps the CPU numbering from
-        // deciding who balances first.
-        let phase = tick_phase(self.w.seed, tick);
-        let jiffy = if self.sys.now < phase { 0 } else { (self.sys.now - phase) / tick + 1 };
-        let at = phase + jiffy * tick + tick_jitter(self.w.seed, cpu, jiffy, self.w.machine.costs.tick_jitter);
+        // deciding who balances first. The next tick is on the next boundary.
+        let tick = self.sys.tick_ns;
+        let jiffy = self.jiffies_passed();
+        let at = tick_phase(self.w.seed, tick)
+            + jiffy * tick
+            + tick_jitter(self.w.seed, cpu, jiffy, self.w.machine.costs.tick_jitter);
+        let run = &mut self.cpu_run[cpu as usize];
+        run.tick_armed = true;
+        run.tick_epoch = run.tick_epoch.wrapping_add(1);
         let epoch = run.tick_epoch;
         self.push(at, Kind::Tick(cpu, epoch));
     }

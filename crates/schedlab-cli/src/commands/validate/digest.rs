@@ -164,7 +164,7 @@ impl RunDigest {
                 .map(|&p| r.extra_figure(&schedlab_host::sleep_timer_late_name(p)))
                 .collect(),
             niffies_ahead_ms: (1..r.cpus)
-                .map(|c| r.extra_figure(&format!("{}{c}_ms", schedlab_host::NIFFIES_AHEAD_PREFIX)))
+                .map(|c| r.extra_figure(&schedlab_host::niffies_ahead_name(c)))
                 .collect::<Option<Vec<f64>>>()
                 .filter(|v| !v.is_empty()),
         }
@@ -233,7 +233,7 @@ mod tests {
         // where every CPU was read.
         assert_eq!(RunDigest::of(exp, &r).niffies_ahead_ms, None);
         for c in 1..r.cpus {
-            r.extra.push((format!("{}{c}_ms", schedlab_host::NIFFIES_AHEAD_PREFIX), 50.0 + c as f64));
+            r.extra.push((schedlab_host::niffies_ahead_name(c), 50.0 + c as f64));
         }
         let d = RunDigest::of(exp, &r);
         assert_eq!(d.niffies_ahead_ms, Some((1..r.cpus).map(|c| 50.0 + c as f64).collect()));
