@@ -44,6 +44,14 @@
 //!   figure. Needs tracefs (root); without it, or where the tick is a
 //!   tenth of a period late at the median (a TCG guest, at times: no grid
 //!   a jitter could describe), left at its default.
+//! - tick_spread: how far apart the CPUs' ticks of one jiffy come, from the
+//!   same expiries: the gap from each tick of every CPU but the first to
+//!   the first CPU's nearest (within half a period, so grid or none). A TCG
+//!   guest's ticks are 60-90 us late at the median but 10-20 us apart,
+//!   and which CPU ticks, balances and dispatches first, and by how much,
+//!   is the gap's. The simulator draws each CPU's part uniformly from 0 to
+//!   tick_spread, two of which differ by tick_spread (1 - 1/sqrt 2) at the
+//!   median: tick_spread is the measured median gap times 2 + sqrt 2.
 //!
 //! The migration cost (cold caches after a move) depends on the task's
 //! working set, not the machine alone, and is left at its default.
@@ -85,6 +93,9 @@ pub struct Calibration {
     /// The tick's lateness after its jiffy boundary, or why it was not
     /// measured.
     pub tick: Result<TickLateness, String>,
+    /// How far apart the CPUs' ticks of one jiffy came, or why it was not
+    /// measured.
+    pub tick_gap: Result<TickLateness, String>,
     /// Round trips, wakeups and yields measured.
     pub samples: (u32, u32, u32),
     /// CPU time other processes took on the CPUs measured, in % of their
@@ -108,6 +119,13 @@ impl TickLateness {
     /// median: a uniform as wide as the tail would misplace most ticks.)
     pub fn jitter(&self) -> Nanos {
         2 * self.median
+    }
+
+    /// The simulator's tick_spread, for gaps between CPUs: each CPU's part
+    /// is a uniform draw up to it, and two such differ by this times
+    /// 1 - 1/sqrt 2 at the median.
+    pub fn spread(&self) -> Nanos {
+        (self.median as f64 * (2.0 + std::f64::consts::SQRT_2)).round() as Nanos
     }
 }
 
@@ -136,6 +154,9 @@ impl Calibration {
         costs.push(("timer_latency", self.timer_latency()));
         if let Ok(tick) = &self.tick {
             costs.push(("tick_jitter", tick.jitter()));
+        }
+        if let Ok(gap) = &self.tick_gap {
+            costs.push(("tick_spread", gap.spread()));
         }
         costs
     }
@@ -186,7 +207,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
     let syscall = yield_cost(cpu, yields)?;
     let (timer_cpu, timer_late) = timer_sleep(cpu, count(2_000.0))?;
     let (fork_parent, fork_child) = thread_creation(cpu, count(500.0))?;
-    let tick = tick_lateness(&allowed);
+    let (tick, tick_gap) = tick_lateness(&allowed);
     let (idle_wakeup, wake_remote, reader_cycle_cpu, deep_idle) = match other_cpu {
         Some(other) => {
             let shallow = idle_wakeup(cpu, other, wakeups, SHALLOW_IDLE)?;
@@ -221,6 +242,7 @@ pub fn calibrate(scale: f64) -> Result<Calibration, HostError> {
         fork_parent,
         fork_child,
         tick,
+        tick_gap,
         samples: (trips, if other_cpu.is_some() { wakeups } else { 0 }, yields),
     })
 }
@@ -306,8 +328,17 @@ const TICK_TRACE: std::time::Duration = std::time::Duration::from_millis(1000);
 /// The tick's lateness on the CPUs in `cpus`, each kept busy so that its
 /// tick runs (an idle NO_HZ CPU stops it), from the tick hrtimer's
 /// expiries: each is `now` of hrtimer_expire_entry, whose distance past the
-/// common jiffy grid is the lateness.
-fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
+/// common jiffy grid is the lateness; and the gaps between the CPUs' ticks.
+fn tick_lateness(cpus: &[usize]) -> (Result<TickLateness, String>, Result<TickLateness, String>) {
+    match tick_expiries(cpus) {
+        Ok((expiries, period)) => (lateness_on_grid(&expiries, period), gaps_between_cpus(&expiries, period)),
+        Err(why) => (Err(why.clone()), Err(why)),
+    }
+}
+
+/// (cpu, now) of each expiry of the tick's hrtimer while every CPU of
+/// `cpus` spins, and the tick's period.
+fn tick_expiries(cpus: &[usize]) -> Result<(Vec<(u32, Nanos)>, Nanos), String> {
     let hz = crate::info::read().hz.ok_or("the kernel's HZ is not known")?;
     let tracer = crate::tracing::Tracer::with_events(
         cpus.iter().max().map_or(1, |&c| c + 1),
@@ -383,8 +414,12 @@ fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
     };
     let expiries: Vec<(u32, Nanos)> =
         fired.iter().filter(|(_, f, _)| *f == tick).map(|&(cpu, _, now)| (cpu, now)).collect();
-    let period = 1_000_000_000 / u64::from(hz);
-    let late = lateness_from_expiries(&expiries, period)
+    Ok((expiries, 1_000_000_000 / u64::from(hz)))
+}
+
+/// The lateness of the tick past its jiffy grid, where it keeps one.
+fn lateness_on_grid(expiries: &[(u32, Nanos)], period: Nanos) -> Result<TickLateness, String> {
+    let late = lateness_from_expiries(expiries, period)
         .ok_or_else(|| format!("only {} tick expiries were traced", expiries.len()))?;
     // The simulator's ticks sit on the jiffy grid with a small delay; a
     // tick that is a tenth of a period late at the median keeps no grid (an
@@ -401,6 +436,36 @@ fn tick_lateness(cpus: &[usize]) -> Result<TickLateness, String> {
         ));
     }
     Ok(late)
+}
+
+/// The gap from each tick of every CPU but the first to the first CPU's
+/// nearest, within half a period (the same jiffy's), grid or none.
+fn gaps_between_cpus(expiries: &[(u32, Nanos)], period: Nanos) -> Result<TickLateness, String> {
+    let Some(first) = expiries.iter().map(|&(cpu, _)| cpu).min() else {
+        return Err("no tick expiries were traced".into());
+    };
+    let mut base: Vec<Nanos> = expiries.iter().filter(|&&(cpu, _)| cpu == first).map(|&(_, at)| at).collect();
+    base.sort_unstable();
+    let mut gaps: Vec<Nanos> = expiries
+        .iter()
+        .filter(|&&(cpu, _)| cpu != first)
+        .filter_map(|&(_, at)| {
+            let i = base.partition_point(|&b| b < at);
+            let nearest = [i.checked_sub(1), Some(i)]
+                .into_iter()
+                .flatten()
+                .filter_map(|j| base.get(j))
+                .map(|&b| b.abs_diff(at))
+                .min()?;
+            (nearest < period / 2).then_some(nearest)
+        })
+        .collect();
+    if gaps.len() < 20 {
+        return Err(format!("only {} ticks of other CPUs came within half a period of CPU {first}'s", gaps.len()));
+    }
+    gaps.sort_unstable();
+    let at = |q: f64| gaps[((gaps.len() - 1) as f64 * q).round() as usize];
+    Ok(TickLateness { median: at(0.5), p95: at(0.95), max: at(1.0), samples: gaps.len() })
 }
 
 /// Lateness of each expiry (cpu, time) past a grid of period `tick` whose
@@ -625,6 +690,7 @@ mod tests {
             fork_parent: 20_000,
             fork_child: 9_000,
             tick: Ok(TickLateness { median: 1_000, p95: 3_000, max: 9_000, samples: 500 }),
+            tick_gap: Ok(TickLateness { median: 1_000, p95: 2_000, max: 5_000, samples: 250 }),
             samples: (9, 9, 9),
         };
         assert_eq!(c.idle_exit(), Some(7_900));
@@ -633,7 +699,8 @@ mod tests {
         assert_eq!(
             c.cost_flags(),
             "--cost context_switch=4100ns --cost idle_exit=7900ns --cost wake_remote=3000ns --cost syscall=350ns \
-             --cost fork=20000ns --cost thread_start=9000ns --cost timer_wakeup=1500ns --cost timer_latency=48000ns --cost tick_jitter=2000ns"
+             --cost fork=20000ns --cost thread_start=9000ns --cost timer_wakeup=1500ns --cost timer_latency=48000ns --cost tick_jitter=2000ns \
+             --cost tick_spread=3414ns"
         );
         let text = format!(
             "duration = \"1s\"\n[machine]\n{}\n[[task]]\nname = \"t\"\nprogram = [ {{ run = \"1ms\" }} ]\n",
@@ -649,6 +716,7 @@ mod tests {
         assert_eq!(w.machine.costs.timer_wakeup, 1_500);
         assert_eq!(w.machine.costs.timer_latency, schedlab_sim::workload::dist::Dist::Const(48_000));
         assert_eq!(w.machine.costs.tick_jitter, 2_000);
+        assert_eq!(w.machine.costs.tick_spread, Some(3_414));
     }
 
     #[test]
@@ -666,6 +734,22 @@ mod tests {
         assert_eq!(l.p95, 17_000);
         assert_eq!(l.samples, 200);
         assert!(lateness_from_expiries(&expiries[..5], tick).is_none());
+    }
+
+    #[test]
+    fn the_cpus_ticks_are_measured_apart_with_or_without_a_grid() {
+        let tick = 4_000_000;
+        // Both CPUs drift by 37 us a period (no grid); CPU 1 comes 0-19 us
+        // after CPU 0, but for one tick it lost.
+        let drift = |i: u64| i * (tick + 37_000);
+        let mut expiries: Vec<(u32, Nanos)> = (0..100u64).map(|i| (0, drift(i))).collect();
+        expiries.extend((0..100u64).filter(|&i| i != 50).map(|i| (1, drift(i) + (i % 20) * 1_000)));
+        assert!(lateness_on_grid(&expiries, tick).unwrap_err().starts_with("the tick keeps no jiffy grid"));
+        let gap = gaps_between_cpus(&expiries, tick).unwrap();
+        assert_eq!((gap.samples, gap.median, gap.max), (99, 9_000, 19_000));
+        assert_eq!(gap.spread(), 30_728);
+        // One CPU alone has no gaps to measure.
+        assert!(gaps_between_cpus(&expiries[..100], tick).unwrap_err().starts_with("only 0 ticks"));
     }
 
     #[test]

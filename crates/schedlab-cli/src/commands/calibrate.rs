@@ -13,12 +13,17 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
             Ok(t) => serde_json::json!({"median_ns": t.median, "p95_ns": t.p95, "max_ns": t.max, "samples": t.samples}),
             Err(why) => serde_json::json!({"not_measured": why}),
         };
+        let gap = match &c.tick_gap {
+            Ok(t) => serde_json::json!({"median_ns": t.median, "p95_ns": t.p95, "max_ns": t.max, "samples": t.samples}),
+            Err(why) => serde_json::json!({"not_measured": why}),
+        };
         let out = serde_json::json!({
             "costs": costs,
             "idle_wakeup_ns": c.idle_wakeup,
             "idle_reader_cycle_cpu_ns": c.reader_cycle_cpu,
             "timer_late_ns": c.timer_late,
             "tick_lateness": tick,
+            "tick_gap": gap,
             "other_load_pct": c.other_load_pct,
         });
         println!("{out}");
@@ -104,6 +109,18 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
             t.samples
         ),
         Err(why) => println!("tick_jitter     not measured: {why} (default 4 us)"),
+    }
+    match &c.tick_gap {
+        Ok(t) => println!(
+            "tick_spread     {:>10}  the CPUs' ticks of one jiffy came {} apart at the median (p95 {}, max {}, {} ticks): \
+             two draws up to this differ by that much",
+            us(t.spread()),
+            us(t.median),
+            us(t.p95),
+            us(t.max),
+            t.samples
+        ),
+        Err(why) => println!("tick_spread     not measured: {why} (unset: each CPU's tick late by up to tick_jitter)"),
     }
     println!("migration       not measured: it depends on the task's working set (default 10 us)");
     println!("\nSimulate with these costs:\n  {}", c.cost_flags());

@@ -686,12 +686,20 @@ impl<'w> Engine<'w> {
         // Ticks fall on jiffy boundaries on every CPU (sched_skew_tick=0),
         // but interrupts of one jiffy reach the CPUs in no fixed order: a
         // seeded jitter of up to costs.tick_jitter keeps the CPU numbering from
-        // deciding who balances first. The next tick is on the next boundary.
+        // deciding who balances first (with costs.tick_spread, the jiffy's
+        // lateness is one draw for every CPU and the spread each CPU's).
+        // The next tick is on the next boundary.
         let tick = self.sys.tick_ns;
         let jiffy = self.jiffies_passed();
-        let at = tick_phase(self.w.seed, tick)
-            + jiffy * tick
-            + tick_jitter(self.w.seed, cpu, jiffy, self.w.machine.costs.tick_jitter);
+        let costs = &self.w.machine.costs;
+        let late = match costs.tick_spread {
+            None => tick_jitter(self.w.seed, cpu, jiffy, costs.tick_jitter),
+            Some(spread) => {
+                tick_jitter(self.w.seed, CpuId::MAX, jiffy, costs.tick_jitter)
+                    + tick_jitter(self.w.seed, cpu, jiffy, spread)
+            }
+        };
+        let at = tick_phase(self.w.seed, tick) + jiffy * tick + late;
         let run = &mut self.cpu_run[cpu as usize];
         run.tick_armed = true;
         run.tick_epoch = run.tick_epoch.wrapping_add(1);

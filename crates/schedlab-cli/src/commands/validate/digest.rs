@@ -43,7 +43,9 @@ pub(super) struct KernelDigest {
     pub(super) kernel: String,
     pub(super) sha256: Option<String>,
     /// The guest's costs as `schedlab calibrate` measured them (the
-    /// median of the boots, every boot under "boots").
+    /// median of the boots, every boot under "boots"); null or absent,
+    /// validate measures them again (the kernel's runs are kept).
+    #[serde(default)]
     pub(super) calibration: serde_json::Value,
     pub(super) crashes: Vec<String>,
     pub(super) disturbed: Vec<String>,
@@ -205,7 +207,7 @@ impl Digest {
                     (file and SHA-256), the guest's calibration, the boots found crashed or disturbed, and per run \
                     (EXPERIMENT-N) its figures and what the simulation with the guest's costs takes from it. \
                     `schedlab validate --reuse-real --out DIR` judges the page again from DIR/validation-runs.json \
-                    without booting anything."
+                    without booting anything (but to calibrate a kernel whose calibration was removed)."
                 .into(),
             kernels,
         }

@@ -24,7 +24,7 @@ pub(super) fn guest_costs(
     let value: serde_json::Value = if reuse && path.is_file() {
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
         serde_json::from_str(&text).with_context(|| format!("{} is not a calibration: remove it", path.display()))?
-    } else if let Some(kept) = kept.filter(|_| reuse) {
+    } else if let Some(kept) = kept.filter(|k| reuse && !k.is_null()) {
         kept.clone()
     } else {
         eprintln!(
@@ -85,6 +85,10 @@ pub(super) fn guest_costs(
             let why = tick["not_measured"].as_str().unwrap_or("not recorded");
             let _ = write!(notes, "; tick lateness not measured ({why}): tick_jitter at its default");
         }
+    }
+    let gap = &value["tick_gap"];
+    if let (Some(m), Some(n)) = (gap["median_ns"].as_u64(), gap["samples"].as_u64()) {
+        let _ = write!(notes, "; the CPUs' ticks of one jiffy came {} apart at the median ({n} ticks)", us(m));
     }
     if let Some(l) = value["timer_late_ns"].as_u64() {
         let _ = write!(notes, "; a timer woke its thread {} late at the median", us(l));
