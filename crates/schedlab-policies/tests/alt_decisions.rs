@@ -657,22 +657,47 @@ fn bpfland_never_preempts_on_wakeup_and_slices_end_at_the_tick() {
     assert!(bpfland > 1000.0 && bpfland < 4100.0, "bpfland waits for the tick: {bpfland:.1} us");
     assert!(eevdf < 100.0, "eevdf preempts: {eevdf:.1} us");
     // 3 hogs on 2 CPUs: each tick ends a 1 ms slice on both CPUs and the
-    // shared queue always holds the third hog (eevdf: 3 ms base slices,
-    // a switch at every other tick).
-    let w = workload(
-        r#"
+    // shared queue holds the third hog, but the hog a CPU switches away
+    // from reaches the queue only when that CPU's switch is done: the
+    // other CPU, ticking less than a switch later, finds the queue empty
+    // and keeps its hog. Put back at once, both CPUs switch at every tick
+    // (500/s); with a switch longer than the ticks' whole jitter, only
+    // one does (250/s); with this hardware's (2 us against 4 us) the gap
+    // exceeds the switch at a quarter of the ticks. eevdf: 3 ms base
+    // slices, a switch at every other tick.
+    let hogs = |costs: &str| {
+        workload(&format!(
+            r#"
 duration = "2s"
 [machine]
 cpus = 2
+costs = {{ {costs} }}
 [[task]]
 name = "hog"
 count = 3
-program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
-"#,
-    );
-    let r = run_checked(&w, "bpfland");
-    assert_conservation(&r);
-    assert!((r.totals.context_switches_per_sec - 500.0).abs() < 5.0, "{}", r.totals.context_switches_per_sec);
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+"#
+        ))
+    };
+    let switches = |costs: &str| {
+        let r = run_checked(&hogs(costs), "bpfland");
+        assert_conservation(&r);
+        r.totals.context_switches_per_sec
+    };
+    let at_once = switches("context_switch = \"0ns\"");
+    assert!((at_once - 500.0).abs() < 5.0, "put back at once: {at_once}");
+    let one_cpu = switches("context_switch = \"10us\", tick_jitter = \"4us\"");
+    assert!((one_cpu - 250.0).abs() < 3.0, "a switch longer than the jitter: {one_cpu}");
+    // Ticks late by up to 200 us each on its own come apart by more than
+    // the switch at most ticks; late together (tick_spread 4 us), as a TCG
+    // guest's are, they do not.
+    let apart = switches("context_switch = \"10us\", tick_jitter = \"200us\"");
+    assert!(apart > 440.0, "ticks late on their own: {apart}");
+    let together = switches("context_switch = \"10us\", tick_jitter = \"200us\", tick_spread = \"4us\"");
+    assert!((together - 250.0).abs() < 3.0, "ticks late together: {together}");
+    let w = hogs("");
+    let some = switches("");
+    assert!(some > 270.0 && some < 350.0, "a 2 us switch against a 4 us jitter: {some}");
     let eevdf = run_checked(&w, "eevdf").totals.context_switches_per_sec;
     assert!(eevdf < 300.0, "eevdf switches less: {eevdf}");
 }

@@ -59,10 +59,21 @@ fn without_callbacks_tasks_share_the_global_dsq_in_twenty_ms_slices() {
     // Every run is one SCX_SLICE_DFL ended at the tick that finds it
     // spent: a run starts just after a tick (by the switch's cost), so
     // five 4 ms ticks leave it microseconds short and the sixth ends it
-    // at 24 ms. The FIFO rotation gives each hog two thirds.
+    // at 24 ms.
     assert_eq!(SLICE_DFL, 20_000_000);
     let p50 = r.runtime_per_switch.p50 as f64;
     assert!((p50 - 24e6).abs() < 0.01 * 24e6, "runs of {p50} ns");
+    // Both CPUs' slices end at the same tick. The hog a CPU switches away
+    // from reaches the global DSQ a switch (2 us) after that CPU's
+    // dispatch, and the other CPU, ticking up to 4 us apart, mostly finds
+    // the DSQ empty and keeps its hog: their shares spread.
+    let max = r.tasks.iter().map(|t| t.cpu_share_pct).fold(0.0, f64::max);
+    let min = r.tasks.iter().map(|t| t.cpu_share_pct).fold(100.0, f64::min);
+    assert!(max - min > 4.0, "the hog the second CPU keeps: {min:.1}% to {max:.1}%");
+    // Put back at once, the FIFO rotation gives each hog two thirds.
+    let at_once = workload(&HOGS_ON_TWO_CPUS.replace("cpus = 2", "cpus = 2\ncosts = { context_switch = \"0ns\" }"));
+    let r = run(&at_once, ScxCore::new(&at_once, Nothing)).unwrap();
+    assert_conservation(&r);
     for t in &r.tasks {
         assert!((t.cpu_share_pct - 66.7).abs() < 2.0, "{}: {:.1}%", t.name, t.cpu_share_pct);
     }

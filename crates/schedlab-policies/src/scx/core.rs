@@ -2,6 +2,19 @@
 //! scheduler's [`ScxOps`]: its DSQs, the direct dispatch, balance_one's
 //! dispatch loop, pick_task_scx, put_prev_task_scx and the tick, behind the
 //! engine's [`Policy`] hooks.
+//!
+//! A CPU that switches away from a runnable task puts it back into its DSQ
+//! one context switch after its dispatch, not at the same instant: in
+//! __schedule, balance_scx's dispatch runs first and put_prev_task_scx's
+//! ops.enqueue only after pick_task_scx, each DSQ under its own lock, so
+//! another CPU dispatching in between finds the task in no DSQ. Measured
+//! in the scx-6.12 guest with scx_bpfland (tools/validation/
+//! scx-dispatch-window.c, kprobes on balance_scx and
+//! scx_bpf_dispatch_vtime): the insert came 25-92 us after the dispatch
+//! (p10-p90), against a tick 1-79 us apart on the two CPUs, and a second
+//! CPU dispatching before the first CPU's insert found a task 28 times in
+//! 288, after it 82 in 101. The engine's switch cost stands for that time
+//! (the guest's 19.9 us, 2 us by default).
 
 use super::{
     Ctx, DEQ_SLEEP, Dsq, ENQ_HEAD, ENQ_PREEMPT, ENQ_WAKEUP, SLICE_DFL, Scx, ScxOps, WAKE_FORK, WAKE_SYNC, WAKE_TTWU,
@@ -64,7 +77,14 @@ enum Place {
     Queued(QueueRef, u64, u64),
     /// Enqueued and inserted nowhere: in the scheduler's custody.
     Held,
+    /// Put back by a CPU that switched to another task, its ops.enqueue
+    /// still to come (the core's timer with this number).
+    Returning(u32),
 }
+
+/// Timer tokens of the core itself (the put-back of a task); the others
+/// are the scheduler's own ([`ScxOps::timer`]).
+const CORE_TIMER: u64 = 1 << 63;
 
 /// p->scx of a task.
 #[derive(Clone)]
@@ -120,7 +140,9 @@ impl State {
     }
 
     fn set_place(&mut self, sys: &Sys, t: TaskId, place: Place) {
-        let away = |p: Place| matches!(p, Place::Held | Place::Queued(QueueRef::Global | QueueRef::User(_), _, _));
+        let away = |p: Place| {
+            matches!(p, Place::Held | Place::Returning(_) | Place::Queued(QueueRef::Global | QueueRef::User(_), _, _))
+        };
         let task = &mut self.tasks[t as usize];
         if away(task.place) {
             self.away[task.away_cpu as usize] -= 1;
@@ -303,6 +325,12 @@ fn dispatch(sys: &mut Sys, st: &mut State, t: TaskId, ins: Insert, local_of: Cpu
 pub struct ScxCore<O: ScxOps> {
     ops: O,
     st: State,
+    /// How long after its CPU's dispatch a task switched away from reaches
+    /// ops.enqueue: the machine's context switch.
+    put_back_delay: Nanos,
+    /// Numbers the put-backs, so a timer of one that was overtaken (the
+    /// task dequeued, or put back again) is told from the current one.
+    put_backs: u32,
 }
 
 impl<O: ScxOps> ScxCore<O> {
@@ -322,7 +350,7 @@ impl<O: ScxOps> ScxCore<O> {
             last_pick: 0,
             smt: w.machine.topology.threads_per_core > 1,
         };
-        ScxCore { ops, st }
+        ScxCore { ops, st, put_back_delay: w.machine.costs.context_switch, put_backs: 0 }
     }
 
     pub fn ops(&self) -> &O {
@@ -393,11 +421,17 @@ impl<O: ScxOps> ScxCore<O> {
     }
 
     /// put_prev_task_scx for a task still runnable: ops.stopping, then the
-    /// head of the local DSQ with slice left, else ops.enqueue again.
-    fn put_prev_runnable(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+    /// head of the local DSQ with slice left, else ops.enqueue again, at
+    /// once or, for a CPU that has switched to another task, when its
+    /// switch is done (the module's doc says why).
+    fn put_prev_runnable(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, switched: bool) {
         self.call(sys, cpu, Ctx::Other, |ops, scx| ops.stopping(scx, t, true));
         if self.st.tasks[t as usize].slice > 0 {
             self.st.file(sys, t, QueueRef::Local(cpu), None, ENQ_HEAD).expect("local DSQs are FIFO");
+        } else if switched && self.put_back_delay > 0 {
+            self.put_backs = self.put_backs.wrapping_add(1) & 0x7fff_ffff;
+            self.st.set_place(sys, t, Place::Returning(self.put_backs));
+            sys.arm_timer(sys.now + self.put_back_delay, CORE_TIMER | u64::from(self.put_backs) << 32 | u64::from(t));
         } else {
             self.do_enqueue(sys, cpu, t, 0);
         }
@@ -507,7 +541,7 @@ impl<O: ScxOps> Policy for ScxCore<O> {
                 let (t, _) = self.st.local[c].iter().next()?;
                 self.st.unqueue(sys, t);
                 if let Some(p) = prev_queued {
-                    self.put_prev_runnable(sys, cpu, p);
+                    self.put_prev_runnable(sys, cpu, p, true);
                 }
                 self.call(sys, cpu, Ctx::Other, |ops, scx| ops.running(scx, t));
                 t
@@ -525,7 +559,7 @@ impl<O: ScxOps> Policy for ScxCore<O> {
         // A higher class takes the CPU.
         self.st.curr[cpu as usize] = None;
         if runnable {
-            self.put_prev_runnable(sys, cpu, t);
+            self.put_prev_runnable(sys, cpu, t, false);
         }
     }
 
@@ -551,7 +585,17 @@ impl<O: ScxOps> Policy for ScxCore<O> {
     }
 
     fn timer(&mut self, sys: &mut Sys, token: u64) {
-        self.call(sys, 0, Ctx::Other, |ops, scx| ops.timer(scx, token));
+        if token & CORE_TIMER == 0 {
+            self.call(sys, 0, Ctx::Other, |ops, scx| ops.timer(scx, token));
+            return;
+        }
+        let t = (token & 0xffff_ffff) as TaskId;
+        let number = ((token & !CORE_TIMER) >> 32) as u32;
+        if self.st.tasks.get(t as usize).is_some_and(|task| task.place == Place::Returning(number)) {
+            self.st.set_place(sys, t, Place::Off);
+            let cpu = sys.task(t).cpu;
+            self.do_enqueue(sys, cpu, t, 0);
+        }
     }
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
