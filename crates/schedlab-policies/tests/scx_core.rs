@@ -192,3 +192,22 @@ fn a_broken_rule_ends_the_run_with_what_to_do() {
     let e = run(&w, ScxCore::new(&w, VtimeGlobal)).unwrap_err();
     assert!(e.contains("built-in DSQs are FIFO"), "{e}");
 }
+
+/// A task put back by a CPU that schedules again before the put-back's
+/// window ends (its next task, woken by a timer that paid its own switch,
+/// blocked at once) is in the DSQ before that CPU looks: left to the
+/// window's end, the encoder's frame threads were inserted into a node DSQ
+/// no CPU would look at again, and 2 CPUs ran 1.8% of 120 s.
+#[test]
+fn a_cpu_that_schedules_again_finds_the_task_it_put_back() {
+    let ov = schedlab_sim::Overrides {
+        cpus: Some(2),
+        params: [("threads".to_string(), 3)].into_iter().collect(),
+        ..Default::default()
+    };
+    let w = common::scenario("encoder", ov);
+    let r = common::run_checked(&w, "bpfland");
+    assert_conservation(&r);
+    let makespan = r.totals.makespan_ns.expect("the encoder finishes") as f64 / 1e9;
+    assert!(makespan < 9.0, "makespan {makespan:.3} s");
+}

@@ -331,6 +331,10 @@ pub struct ScxCore<O: ScxOps> {
     /// Numbers the put-backs, so a timer of one that was overtaken (the
     /// task dequeued, or put back again) is told from the current one.
     put_backs: u32,
+    /// Per CPU, the tasks it put back whose ops.enqueue is still to come:
+    /// the CPU's own next schedule comes after its put_prev_task_scx in
+    /// the kernel, so it completes them first.
+    returning: Vec<Vec<(TaskId, u32)>>,
 }
 
 impl<O: ScxOps> ScxCore<O> {
@@ -350,7 +354,13 @@ impl<O: ScxOps> ScxCore<O> {
             last_pick: 0,
             smt: w.machine.topology.threads_per_core > 1,
         };
-        ScxCore { ops, st, put_back_delay: w.machine.costs.context_switch, put_backs: 0 }
+        ScxCore {
+            ops,
+            st,
+            put_back_delay: w.machine.costs.context_switch,
+            put_backs: 0,
+            returning: vec![Vec::new(); n],
+        }
     }
 
     pub fn ops(&self) -> &O {
@@ -375,6 +385,17 @@ impl<O: ScxOps> ScxCore<O> {
         match self.st.tasks[t as usize].ddsp.take() {
             Some(ins) => dispatch(sys, &mut self.st, t, ins, sys.task(t).cpu),
             None => self.st.set_place(sys, t, Place::Held),
+        }
+    }
+
+    /// The ops.enqueue of put-back `number` of task `t`, unless it was
+    /// overtaken (the task dequeued, or put back again).
+    fn complete_put_back(&mut self, sys: &mut Sys, t: TaskId, number: u32) {
+        let cpu = sys.task(t).cpu;
+        self.returning[cpu as usize].retain(|&(r, n)| (r, n) != (t, number));
+        if self.st.tasks.get(t as usize).is_some_and(|task| task.place == Place::Returning(number)) {
+            self.st.set_place(sys, t, Place::Off);
+            self.do_enqueue(sys, cpu, t, 0);
         }
     }
 
@@ -431,6 +452,7 @@ impl<O: ScxOps> ScxCore<O> {
         } else if switched && self.put_back_delay > 0 {
             self.put_backs = self.put_backs.wrapping_add(1) & 0x7fff_ffff;
             self.st.set_place(sys, t, Place::Returning(self.put_backs));
+            self.returning[cpu as usize].push((t, self.put_backs));
             sys.arm_timer(sys.now + self.put_back_delay, CORE_TIMER | u64::from(self.put_backs) << 32 | u64::from(t));
         } else {
             self.do_enqueue(sys, cpu, t, 0);
@@ -521,6 +543,11 @@ impl<O: ScxOps> Policy for ScxCore<O> {
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
         let c = cpu as usize;
+        // A task this CPU put back is in its DSQ before the CPU schedules
+        // again (its next task blocked or was preempted within the window).
+        for (t, number) in std::mem::take(&mut self.returning[c]) {
+            self.complete_put_back(sys, t, number);
+        }
         let prev = self.st.curr[c].take();
         let prev_queued = prev.filter(|&p| sys.task(p).state == TaskState::Runnable);
         // balance_one: a runnable prev with slice left keeps the CPU;
@@ -591,11 +618,7 @@ impl<O: ScxOps> Policy for ScxCore<O> {
         }
         let t = (token & 0xffff_ffff) as TaskId;
         let number = ((token & !CORE_TIMER) >> 32) as u32;
-        if self.st.tasks.get(t as usize).is_some_and(|task| task.place == Place::Returning(number)) {
-            self.st.set_place(sys, t, Place::Off);
-            let cpu = sys.task(t).cpu;
-            self.do_enqueue(sys, cpu, t, 0);
-        }
+        self.complete_put_back(sys, t, number);
     }
 
     fn unsupported(&self, sys: &Sys) -> Vec<String> {
