@@ -125,8 +125,14 @@ impl TickLateness {
     /// is a uniform draw up to it, and two such differ by this times
     /// 1 - 1/sqrt 2 at the median.
     pub fn spread(&self) -> Nanos {
-        (self.median as f64 * (2.0 + std::f64::consts::SQRT_2)).round() as Nanos
+        tick_spread_of_gap(self.median)
     }
+}
+
+/// The simulator's tick_spread whose two uniform draws differ by `gap` at
+/// the median: gap / (1 - 1/sqrt 2).
+pub fn tick_spread_of_gap(gap: Nanos) -> Nanos {
+    (gap as f64 * (2.0 + std::f64::consts::SQRT_2)).round() as Nanos
 }
 
 impl Calibration {
@@ -440,7 +446,7 @@ fn lateness_on_grid(expiries: &[(u32, Nanos)], period: Nanos) -> Result<TickLate
 
 /// The gap from each tick of every CPU but the first to the first CPU's
 /// nearest, within half a period (the same jiffy's), grid or none.
-fn gaps_between_cpus(expiries: &[(u32, Nanos)], period: Nanos) -> Result<TickLateness, String> {
+pub(crate) fn gaps_between_cpus(expiries: &[(u32, Nanos)], period: Nanos) -> Result<TickLateness, String> {
     let Some(first) = expiries.iter().map(|&(cpu, _)| cpu).min() else {
         return Err("no tick expiries were traced".into());
     };

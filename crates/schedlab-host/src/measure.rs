@@ -354,6 +354,14 @@ pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 /// and return, the next read until it blocks: `signal_return`); us, the
 /// median of the threads' means, where the trace has sched_waking.
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
+
+/// The extra figure of a host report that says how far apart the CPUs'
+/// ticks of one jiffy came in the run (us, the median gap from another
+/// CPU's tick to CPU 0's nearest, from the trace's hrtimer expiries): a
+/// guest of 4 vCPUs on 2 host CPUs spreads them over hundreds of us where
+/// one of 2 keeps them within 10-20 us, and which CPU ticks, balances and
+/// dispatches first is the gap's (a simulation's `tick_spread`).
+pub const TICK_GAP_P50_US: &str = "tick_gap_p50_us";
 pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
 
 /// The extra figures of a host report that say how long a wakeup one of
@@ -798,6 +806,7 @@ pub(crate) fn build_report(
                         .into_iter()
                         .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
                 )
+                .chain(timers.and_then(|t| t.tick_gap).map(|g| (TICK_GAP_P50_US, g as f64 / 1e3)))
                 .map(|(name, value)| (name.to_string(), value))
                 .chain(sleep_late)
                 .map(|(name, value)| (name, (value * 10.0).round() / 10.0))

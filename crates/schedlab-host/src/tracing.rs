@@ -242,6 +242,9 @@ pub struct TimerLateness {
     pub median: Nanos,
     pub p90: Nanos,
     pub samples: usize,
+    /// How far apart the CPUs' ticks of one jiffy came, at the median
+    /// ([`tick_gap`]), where the trace has enough of them.
+    pub tick_gap: Option<Nanos>,
     /// The lateness of the sleeps' timers that fired on a busy CPU, at
     /// [`SLEEP_PERCENTILES`]: a timer's delivery alone, which a
     /// simulation draws as its `timer_latency` (an idle CPU's exit is its
@@ -306,6 +309,8 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
     }
     let mut idled: Vec<u64> = Vec::new();
     let mut armed: HashMap<String, (Nanos, usize, u64, Option<u64>)> = HashMap::new();
+    // Every expiry in [from, to], by its function: (cpu, now).
+    let mut fired: HashMap<String, Vec<(u32, Nanos)>> = HashMap::new();
     let mut pending: HashMap<usize, Expiry> = HashMap::new();
     let mut late = Vec::new();
     let mut busy_sleeps = Vec::new();
@@ -339,6 +344,12 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
                 }
             }
             "hrtimer_expire_entry" => {
+                if let (Some(function), Some(now)) = (
+                    fields.split_whitespace().find_map(|f| f.strip_prefix("function=")),
+                    value(fields, "now").filter(|now| (from..=to).contains(now)),
+                ) {
+                    fired.entry(function.to_string()).or_default().push((cpu as u32, now));
+                }
                 if let (Some(p), Some(now)) = (pointer(fields), value(fields, "now"))
                     && let Some((expires, armed_on, idled_at_start, armer)) = armed.remove(&p)
                     && (from..=to).contains(&now)
@@ -371,9 +382,37 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
         median: at(&late, 0.5),
         p90: at(&late, 0.9),
         samples: late.len(),
+        tick_gap: crate::info::read().hz.and_then(|hz| tick_gap(&fired, 1_000_000_000 / u64::from(hz))),
         busy_sleeps: (busy_sleeps.len() >= SLEEP_SAMPLES_MIN)
             .then(|| SLEEP_PERCENTILES.map(|p| at(&busy_sleeps, p / 100.0))),
     })
+}
+
+/// The median gap between the CPUs' ticks of one jiffy (of `period`), from
+/// the tick hrtimer's expiries (`fired`: each function's (cpu, now)): the tick is
+/// tick_sched_timer or tick_nohz_handler where the kernel names functions,
+/// and otherwise the function that fires on the most CPUs with the most
+/// regular period (the guest kernels print addresses; a sleeper's timer
+/// fires on one CPU, or at its own period). Only busy CPUs tick (NO_HZ),
+/// so a jiffy counts where CPU 0 and another both did.
+pub fn tick_gap(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Option<Nanos> {
+    let regular = |expiries: &[(u32, Nanos)]| -> (usize, usize) {
+        let mut cpus: Vec<u32> = expiries.iter().map(|&(c, _)| c).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        // Consecutive expiries on one CPU a period apart (within a tenth).
+        let mut on_period = 0;
+        for &cpu in &cpus {
+            let mut at: Vec<Nanos> = expiries.iter().filter(|&&(c, _)| c == cpu).map(|&(_, t)| t).collect();
+            at.sort_unstable();
+            on_period += at.windows(2).filter(|w| (w[1] - w[0]).abs_diff(period) < period / 10).count();
+        }
+        (cpus.len(), on_period)
+    };
+    let named = fired.iter().find(|(f, _)| matches!(f.as_str(), "tick_sched_timer" | "tick_nohz_handler"));
+    let (_, expiries) = named.or_else(|| fired.iter().max_by_key(|(f, e)| (regular(e), f.as_str())))?;
+    let gap = crate::calibrate::gaps_between_cpus(expiries, period).ok()?;
+    Some(gap.median)
 }
 
 impl Drop for Tracer {
@@ -389,6 +428,30 @@ impl Drop for Tracer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tick_is_told_from_other_timers_by_its_period_on_every_cpu() {
+        let period = 4_000_000;
+        let mut fired: HashMap<String, Vec<(u32, Nanos)>> = HashMap::new();
+        // An unnamed tick (an address) on 2 CPUs, CPU 1's 0-29 us after
+        // CPU 0's; a sleeper's timer firing more often, at 1 ms, on CPU 1;
+        // another on both CPUs at an irregular interval.
+        for i in 0..50u64 {
+            fired.entry("0xffffffff81234560".into()).or_default().push((0, i * period));
+            fired.entry("0xffffffff81234560".into()).or_default().push((1, i * period + (i % 30) * 1_000));
+            fired.entry("0xffffffff8199aa00".into()).or_default().push((i as u32 % 2, i * 7_777_777));
+        }
+        for i in 0..200u64 {
+            fired.entry("0xffffffff81100000".into()).or_default().push((1, i * 1_000_000 + 500_000));
+        }
+        assert_eq!(tick_gap(&fired, period), Some(12_000));
+        // A named tick wins whatever fires most.
+        fired.insert(
+            "tick_nohz_handler".into(),
+            (0..40u64).flat_map(|i| [(0, i * period), (1, i * period + 2_000)]).collect(),
+        );
+        assert_eq!(tick_gap(&fired, period), Some(2_000));
+    }
 
     #[test]
     fn timer_lateness_pairs_each_expiry_with_the_start_that_armed_it() {
@@ -410,7 +473,7 @@ mod tests {
         }
         text += "  hog-1 [001] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000cafe now=1000000000 function=x\n";
         let all = timer_lateness(&text, 0, u64::MAX).unwrap();
-        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30, busy_sleeps: None });
+        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30, busy_sleeps: None, tick_gap: None });
         // Only the expiries inside the run's window count, and 19 say nothing.
         assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000), None);
         let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX).unwrap();
@@ -451,7 +514,7 @@ mod tests {
             );
         }
         let l = timer_lateness(&text, 0, u64::MAX).unwrap();
-        assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25, busy_sleeps: None });
+        assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25, busy_sleeps: None, tick_gap: None });
     }
 
     #[test]

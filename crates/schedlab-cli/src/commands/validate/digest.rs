@@ -127,6 +127,11 @@ pub(super) struct RunDigest {
     /// runs booted since 2026-11-27 with the runner of this field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) niffies_ahead_ms: Option<Vec<f64>>,
+    /// How far apart the CPUs' ticks of one jiffy came (us, the median gap
+    /// to CPU 0's, from the trace's hrtimer expiries; runs booted since
+    /// the runner of this field, 2026-11-27).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) tick_gap_us: Option<f64>,
 }
 
 impl RunDigest {
@@ -169,6 +174,7 @@ impl RunDigest {
                 .map(|c| r.extra_figure(&schedlab_host::niffies_ahead_name(c)))
                 .collect::<Option<Vec<f64>>>()
                 .filter(|v| !v.is_empty()),
+            tick_gap_us: r.extra_figure(schedlab_host::TICK_GAP_P50_US),
         }
     }
 

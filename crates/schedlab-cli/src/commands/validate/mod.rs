@@ -459,6 +459,7 @@ impl<'a> Kernel<'a> {
         let mut at_gate = Vec::new();
         let mut machine_work = Vec::new();
         let mut niffies_ahead = Vec::new();
+        let mut tick_gap = Vec::new();
         for run in 1..=runs {
             let name = format!("{}-{run}", exp.id);
             let kept = self.data.join(format!("{}-{name}.json", self.c.policy.name));
@@ -500,6 +501,7 @@ impl<'a> Kernel<'a> {
             at_gate.push(real.cpu_at_gate_us);
             machine_work.push(real.other_runs_per_s.zip(real.other_run_mean_us));
             niffies_ahead.push(real.niffies_ahead_ms.clone());
+            tick_gap.push(real.tick_gap_us);
             reals.push(real.figures.clone());
             if !exp.figures.decisions
                 && let Some(machine) = &real.machine
@@ -547,6 +549,10 @@ impl<'a> Kernel<'a> {
                 let (rates, means): (Vec<f64>, Vec<f64>) = v.into_iter().unzip();
                 background::MachineWork { runs_per_s: median(rates), run_mean: (median(means) * 1e3) as u64 }
             }),
+            // Runs booted since the runner read it (2026-11-27): the CPUs'
+            // ticks as far apart as in the runs (a 4-vCPU guest on 2 host
+            // CPUs spreads them far wider than calibrate's 2-vCPU boots).
+            tick_gap: median_of_every(tick_gap, 1e3),
             niffies_ahead: niffies_ahead.into_iter().collect::<Option<Vec<Vec<f64>>>>().and_then(|runs| {
                 let cpus = runs.first()?.len();
                 (cpus > 0 && runs.iter().all(|r| r.len() == cpus))
@@ -661,6 +667,10 @@ struct Start {
     /// the runs, where every run read them; the simulation's CPUs start as
     /// far apart.
     niffies_ahead: Option<Vec<f64>>,
+    /// How far apart the CPUs' ticks of one jiffy came, the runs' median
+    /// gap (ns), where every run measured it: the simulation's tick_spread
+    /// is the width whose draws differ by that at the median.
+    tick_gap: Option<u64>,
 }
 
 /// The median of `values` in ns (each given in units of `ns` ns), where
@@ -713,6 +723,9 @@ fn simulated(
                 cm.uptime = g.start.uptime;
             }
             let mut w = load_workload(&cm)?;
+            if let Some(gap) = guest.and_then(|g| g.start.tick_gap) {
+                w.machine.costs.tick_spread = Some(schedlab_host::calibrate::tick_spread_of_gap(gap));
+            }
             // MuQSS's CPUs start with their niffies as far apart as the
             // runs read them.
             if let Some(ahead) = guest.and_then(|g| g.start.niffies_ahead.as_ref()) {

@@ -337,6 +337,9 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
         if !paid.is_empty() {
             beside.push_str(&format!("; the threads paid {}", paid.join(", ")));
         }
+        if let Some(gap) = row.start.tick_gap {
+            beside.push_str(&format!("; the CPUs' ticks {:.0} µs apart at the median", gap as f64 / 1e3));
+        }
         if let Some(ahead) = &row.start.niffies_ahead {
             let ms: Vec<String> = ahead.iter().map(|a| format!("{a:.0}")).collect();
             let cpus = if ms.len() == 1 { "CPU 1's".to_string() } else { format!("CPUs 1-{}'s", ms.len()) };
