@@ -102,7 +102,11 @@ pub(super) fn page(
          (`wait_run_to_signal_us`, beyond a switch, as `wait_wakeup`; `wait_signal_to_switch_us` as \
          `signal_return`, paid after every wakeup it sends, its IPI included where there was one). lat-ctx then takes every piece of its hop from its own runs: its switch rate and \
          turns check that a hop is those pieces and nothing else (no wait for a busy CPU, no move), not \
-         the costs.\n\n\
+         the costs. The guest's ticks come late together, each CPU's up to `tick_spread` apart (calibrate \
+         measures the gap between its 2 vCPUs' ticks); where the runs measured it (`tick_gap_p50_us`, \
+         from the trace's hrtimer expiries, runs booted since 2026-11-27), each experiment takes the \
+         runs' own: 4 vCPUs on 2 host CPUs spread their ticks over 50-75 us at the median where 2 keep \
+         them within 5-18 us.\n\n\
          **Tolerances.** Rates (switches/s, migrations/s) and makespans: within {:.0}%, or within 1/s or \
          two standard deviations of the real run's event count (2 sqrt(n)), whichever is larger: a rate \
          of 20 events in a run cannot be told from one of 24. Shares and spreads of shares: within \
