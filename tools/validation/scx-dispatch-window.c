@@ -21,7 +21,8 @@
 // sched_waking and sched_migrate_task, while COMMAND runs in place of the
 // spinners (a workload of schedlab's own runner, say:
 // `-- ./scx-dispatch-window run ./schedlab host make-j4 --cpus 4 --no-trace`
-// with `--include` of the two binaries).
+// with `--include` of the two binaries). `run-sched COMMAND...`: the same
+// without the kprobes (a 256-thread run under them crashed the guest once).
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -57,10 +58,11 @@ static void *spin(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  int command = argc > 2 && strcmp(argv[1], "run") == 0;
+  int sched_only = argc > 2 && strcmp(argv[1], "run-sched") == 0;
+  int command = argc > 2 && (strcmp(argv[1], "run") == 0 || sched_only);
   int spinners = command ? 0 : argc > 1 ? atoi(argv[1]) : 3;
   int spin_ms = command ? 0 : argc > 2 ? atoi(argv[2]) : 1000;
-  int probes = command || argc <= 3;
+  int probes = command ? !sched_only : argc <= 3;
   struct stat st;
   if (stat(tracefs, &st) != 0) tracefs = "/sys/kernel/debug/tracing";
   snprintf(inst, sizeof inst, "%s/instances/scxwin", tracefs);
