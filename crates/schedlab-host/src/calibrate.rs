@@ -385,42 +385,28 @@ fn tick_expiries(cpus: &[usize]) -> Result<(Vec<(u32, Nanos)>, Nanos), String> {
     }
     drop(signals);
     let (text, _) = tracer.text()?;
-    // (function, now) of each expiry. A kernel without kallsyms prints the
-    // function as an address: the tick is then the timer that fired most,
-    // HZ times a second on every CPU.
-    let fired: Vec<(u32, &str, Nanos)> = text
-        .lines()
-        .filter_map(|l| {
-            let (mut cpu, mut function, mut now) = (None, None, None);
-            for f in l.split_whitespace() {
-                if let Some(v) = f.strip_prefix("function=") {
-                    function = Some(v);
-                } else if let Some(v) = f.strip_prefix("now=") {
-                    now = v.parse().ok();
-                } else if cpu.is_none()
-                    && let Some(v) = f.strip_prefix('[').and_then(|v| v.strip_suffix(']'))
-                {
-                    cpu = v.parse().ok();
-                }
+    // Each expiry by its function: (cpu, now).
+    let mut fired: HashMap<String, Vec<(u32, Nanos)>> = HashMap::new();
+    for l in text.lines() {
+        let (mut cpu, mut function, mut now) = (None, None, None);
+        for f in l.split_whitespace() {
+            if let Some(v) = f.strip_prefix("function=") {
+                function = Some(v);
+            } else if let Some(v) = f.strip_prefix("now=") {
+                now = v.parse().ok();
+            } else if cpu.is_none()
+                && let Some(v) = f.strip_prefix('[').and_then(|v| v.strip_suffix(']'))
+            {
+                cpu = v.parse().ok();
             }
-            Some((cpu?, function?, now?))
-        })
-        .collect();
-    // tick_sched_timer became tick_nohz_handler in 6.9.
-    let named = ["tick_sched_timer", "tick_nohz_handler"];
-    let tick = match fired.iter().find(|(_, f, _)| named.contains(f)) {
-        Some((_, f, _)) => *f,
-        None => {
-            let mut counts: HashMap<&str, usize> = HashMap::new();
-            for (_, f, _) in &fired {
-                *counts.entry(f).or_default() += 1;
-            }
-            counts.into_iter().max_by_key(|&(f, n)| (n, f)).map_or("", |(f, _)| f)
         }
-    };
-    let expiries: Vec<(u32, Nanos)> =
-        fired.iter().filter(|(_, f, _)| *f == tick).map(|&(cpu, _, now)| (cpu, now)).collect();
-    Ok((expiries, 1_000_000_000 / u64::from(hz)))
+        if let (Some(cpu), Some(function), Some(now)) = (cpu, function, now) {
+            fired.entry(function.to_string()).or_default().push((cpu, now));
+        }
+    }
+    let period = 1_000_000_000 / u64::from(hz);
+    let expiries = crate::tracing::tick_expiries(&fired, period).map(<[_]>::to_vec).unwrap_or_default();
+    Ok((expiries, period))
 }
 
 /// The lateness of the tick past its jiffy grid, where it keeps one.

@@ -197,7 +197,7 @@ pub fn run(w: &Workload, opts: &HostOptions) -> Result<HostRun, HostError> {
         notes.push(format!("interrupted by {} after {:.3} s", signals::name(sig), (stop - t0) as f64 / 1e9));
     }
     let mut trace =
-        tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, opts.keep_trace, &mut notes, &mut warnings));
+        tracer.as_ref().and_then(|t| collect_trace(t, t0, stop, kernel.hz, opts.keep_trace, &mut notes, &mut warnings));
     let trace_text = trace.as_mut().and_then(|c| c.text.take());
     drop(tracer);
 
@@ -319,11 +319,12 @@ fn collect_trace(
     t: &tracing::Tracer,
     t0: Nanos,
     stop: Nanos,
+    hz: Option<u32>,
     keep_text: bool,
     notes: &mut Vec<String>,
     warnings: &mut Vec<String>,
 ) -> Option<tracing::Collected> {
-    match t.collect(t0, stop, keep_text) {
+    match t.collect(t0, stop, hz.map(|hz| 1_000_000_000 / u64::from(hz)), keep_text) {
         Ok(c) => {
             if c.overrun > 0 {
                 notes.push(format!("the trace buffers dropped {} events: switch figures are partial", c.overrun));

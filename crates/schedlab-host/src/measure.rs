@@ -355,6 +355,8 @@ pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 /// median of the threads' means, where the trace has sched_waking.
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
 
+pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
+
 /// The extra figure of a host report that says how far apart the CPUs'
 /// ticks of one jiffy came in the run (us, the median gap from another
 /// CPU's tick to CPU 0's nearest, from the trace's hrtimer expiries): a
@@ -362,7 +364,6 @@ pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
 /// one of 2 keeps them within 10-20 us, and which CPU ticks, balances and
 /// dispatches first is the gap's (a simulation's `tick_spread`).
 pub const TICK_GAP_P50_US: &str = "tick_gap_p50_us";
-pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
 
 /// The extra figures of a host report that say how long a wakeup one of
 /// the workload's threads sent another on an idle CPU took to run it

@@ -189,14 +189,21 @@ impl Tracer {
     }
 
     /// The recorded events, how many the ring buffers dropped, and how
-    /// late the hrtimers that expired in [from, to] fired.
-    /// With `keep_text`, the trace as tracefs printed it too.
-    pub fn collect(&self, from: Nanos, to: Nanos, keep_text: bool) -> Result<Collected, String> {
+    /// late the hrtimers that expired in [from, to] fired (and how far apart
+    /// the ticks, of `tick_period`, came). With `keep_text`, the trace as
+    /// tracefs printed it too.
+    pub fn collect(
+        &self,
+        from: Nanos,
+        to: Nanos,
+        tick_period: Option<Nanos>,
+        keep_text: bool,
+    ) -> Result<Collected, String> {
         let (text, overrun) = self.text()?;
         Ok(Collected {
             events: ftrace::parse(&text)?,
             overrun,
-            timers: timer_lateness(&text, from, to),
+            timers: timer_lateness(&text, from, to, tick_period),
             text: keep_text.then_some(text),
         })
     }
@@ -277,7 +284,7 @@ pub const SLEEP_SAMPLES_MIN: usize = 200;
 /// CPU's idle time. A sleep's timer is one whose function is
 /// hrtimer_wakeup or, where the kernel prints functions as addresses (the
 /// guest kernels), one whose expiry wakes the task that armed it.
-pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLateness> {
+pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Nanos>) -> Option<TimerLateness> {
     let value = |fields: &str, key: &str| -> Option<u64> {
         fields.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
     };
@@ -382,20 +389,19 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos) -> Option<TimerLatenes
         median: at(&late, 0.5),
         p90: at(&late, 0.9),
         samples: late.len(),
-        tick_gap: crate::info::read().hz.and_then(|hz| tick_gap(&fired, 1_000_000_000 / u64::from(hz))),
+        tick_gap: tick_period.and_then(|period| tick_gap(&fired, period)),
         busy_sleeps: (busy_sleeps.len() >= SLEEP_SAMPLES_MIN)
             .then(|| SLEEP_PERCENTILES.map(|p| at(&busy_sleeps, p / 100.0))),
     })
 }
 
-/// The median gap between the CPUs' ticks of one jiffy (of `period`), from
-/// the tick hrtimer's expiries (`fired`: each function's (cpu, now)): the tick is
-/// tick_sched_timer or tick_nohz_handler where the kernel names functions,
-/// and otherwise the function that fires on the most CPUs with the most
-/// regular period (the guest kernels print addresses; a sleeper's timer
-/// fires on one CPU, or at its own period). Only busy CPUs tick (NO_HZ),
-/// so a jiffy counts where CPU 0 and another both did.
-pub fn tick_gap(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Option<Nanos> {
+/// The tick hrtimer's expiries among `fired` (each function's (cpu, now)),
+/// ticking every `period`: tick_sched_timer (tick_nohz_handler since 6.9)
+/// where the kernel names functions, and otherwise the function that fires
+/// on the most CPUs with the most expiries a period apart (the guest
+/// kernels print addresses; a sleeper's timer fires on one CPU, or at its
+/// own period).
+pub(crate) fn tick_expiries(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Option<&[(u32, Nanos)]> {
     let regular = |expiries: &[(u32, Nanos)]| -> (usize, usize) {
         let mut cpus: Vec<u32> = expiries.iter().map(|&(c, _)| c).collect();
         cpus.sort_unstable();
@@ -410,8 +416,14 @@ pub fn tick_gap(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Op
         (cpus.len(), on_period)
     };
     let named = fired.iter().find(|(f, _)| matches!(f.as_str(), "tick_sched_timer" | "tick_nohz_handler"));
-    let (_, expiries) = named.or_else(|| fired.iter().max_by_key(|(f, e)| (regular(e), f.as_str())))?;
-    let gap = crate::calibrate::gaps_between_cpus(expiries, period).ok()?;
+    named.or_else(|| fired.iter().max_by_key(|(f, e)| (regular(e), f.as_str()))).map(|(_, e)| e.as_slice())
+}
+
+/// The median gap between the CPUs' ticks of one jiffy (of `period`), from
+/// the tick's expiries among `fired` ([`tick_expiries`]). Only busy CPUs
+/// tick (NO_HZ), so a jiffy counts where CPU 0 and another both did.
+pub fn tick_gap(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Option<Nanos> {
+    let gap = crate::calibrate::gaps_between_cpus(tick_expiries(fired, period)?, period).ok()?;
     Some(gap.median)
 }
 
@@ -472,11 +484,11 @@ mod tests {
             );
         }
         text += "  hog-1 [001] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000cafe now=1000000000 function=x\n";
-        let all = timer_lateness(&text, 0, u64::MAX).unwrap();
+        let all = timer_lateness(&text, 0, u64::MAX, None).unwrap();
         assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30, busy_sleeps: None, tick_gap: None });
         // Only the expiries inside the run's window count, and 19 say nothing.
-        assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000), None);
-        let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX).unwrap();
+        assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000, None), None);
+        let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX, None).unwrap();
         assert_eq!((late_half.samples, late_half.p90), (24, 900_000));
     }
 
@@ -513,7 +525,7 @@ mod tests {
                 t + 30_000
             );
         }
-        let l = timer_lateness(&text, 0, u64::MAX).unwrap();
+        let l = timer_lateness(&text, 0, u64::MAX, None).unwrap();
         assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25, busy_sleeps: None, tick_gap: None });
     }
 
@@ -557,7 +569,7 @@ mod tests {
                 expires + 70_000
             );
         }
-        let l = timer_lateness(&text, 0, u64::MAX).unwrap();
+        let l = timer_lateness(&text, 0, u64::MAX, None).unwrap();
         assert_eq!(l.samples, 260, "the ticks seen across an idle stretch are dropped, every sleep kept");
         let q = l.busy_sleeps.expect("250 busy sleeps");
         let at = |p: f64| q[SLEEP_PERCENTILES.iter().position(|&x| x == p).unwrap()];
@@ -565,9 +577,9 @@ mod tests {
         assert_eq!((at(99.0), at(100.0)), (2_000_000, 2_000_000));
         // Pointers printed before the kernel could hash them pair nothing.
         let unhashed = text.replace("00000000a1", "(____ptrval____)").replace("00000000b2", "(____ptrval____)");
-        assert_eq!(timer_lateness(&unhashed, 0, u64::MAX), None);
+        assert_eq!(timer_lateness(&unhashed, 0, u64::MAX, None), None);
         // Without the wakeups a sleep is not told from a tick.
         let unnamed: String = text.lines().filter(|l| !l.contains("sched_wakeup")).map(|l| format!("{l}\n")).collect();
-        assert_eq!(timer_lateness(&unnamed, 0, u64::MAX).unwrap().busy_sleeps, None);
+        assert_eq!(timer_lateness(&unnamed, 0, u64::MAX, None).unwrap().busy_sleeps, None);
     }
 }

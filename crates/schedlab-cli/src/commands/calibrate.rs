@@ -9,14 +9,11 @@ pub(crate) fn run(samples: f64, json: bool) -> Result<()> {
     if json {
         let costs: serde_json::Map<String, serde_json::Value> =
             c.costs().into_iter().map(|(name, v)| (name.to_string(), v.into())).collect();
-        let tick = match &c.tick {
+        let measured = |m: &Result<schedlab_host::calibrate::TickLateness, String>| match m {
             Ok(t) => serde_json::json!({"median_ns": t.median, "p95_ns": t.p95, "max_ns": t.max, "samples": t.samples}),
             Err(why) => serde_json::json!({"not_measured": why}),
         };
-        let gap = match &c.tick_gap {
-            Ok(t) => serde_json::json!({"median_ns": t.median, "p95_ns": t.p95, "max_ns": t.max, "samples": t.samples}),
-            Err(why) => serde_json::json!({"not_measured": why}),
-        };
+        let (tick, gap) = (measured(&c.tick), measured(&c.tick_gap));
         let out = serde_json::json!({
             "costs": costs,
             "idle_wakeup_ns": c.idle_wakeup,
