@@ -420,7 +420,7 @@ pub(crate) fn tick_expiries(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: 
 }
 
 /// The median gap between the CPUs' ticks of one jiffy (of `period`), from
-/// the tick's expiries among `fired` ([`tick_expiries`]). Only busy CPUs
+/// the tick's expiries among `fired` (`tick_expiries`). Only busy CPUs
 /// tick (NO_HZ), so a jiffy counts where CPU 0 and another both did.
 pub fn tick_gap(fired: &HashMap<String, Vec<(u32, Nanos)>>, period: Nanos) -> Option<Nanos> {
     let gap = crate::calibrate::gaps_between_cpus(tick_expiries(fired, period)?, period).ok()?;
