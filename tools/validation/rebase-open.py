@@ -25,11 +25,15 @@ read each entry again against the new page before committing.
     python3 tools/validation/rebase-open.py "0.1.0 (abcdef012345), 2026-11-27" [EXPERIMENT,...]
 
 With a list of experiments (those booted again alone), only their figures
-are touched; the others' lines stay as they are, kept ones included.
+are touched; the others' lines stay as they are, kept ones included. With
+--policies (kernels booted again alone, their calibration with them), only
+those policies' figures are:
+
+    python3 tools/validation/rebase-open.py --policies muqss,cacule "0.1.0 (abcdef012345), 2026-11-27"
 """
+import argparse
 import json
 import re
-import sys
 import tomllib
 
 OPEN = "crates/schedlab-cli/src/commands/validate/open.toml"
@@ -75,10 +79,18 @@ def kept_line(text, key):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit(__doc__)
-    measured = sys.argv[1]
-    only = set(sys.argv[2].split(",")) if len(sys.argv) == 3 else None
+    args = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    args.add_argument("measured", help='the band label, e.g. "0.1.0 (abcdef012345), 2026-11-27"')
+    args.add_argument("experiments", nargs="?", help="comma-separated experiments booted again alone")
+    args.add_argument("--policies", help="comma-separated policies booted again alone")
+    args = args.parse_args()
+    measured = args.measured
+    only = set(args.experiments.split(",")) if args.experiments else None
+    policies = set(args.policies.split(",")) if args.policies else None
+
+    def untouched(key):
+        return (only is not None and key[1] not in only) or (policies is not None and key[0] not in policies)
+
     figures = {(f["policy"], f["experiment"], f["figure"]): f for f in json.load(open(FIGURES))}
     text = open(OPEN).read()
     entries = tomllib.loads(text)["open"]
@@ -92,7 +104,7 @@ def main():
         for o in entry["figures"]:
             key = (o["policy"], o["experiment"], o["figure"])
             named.add(key)
-            if only is not None and o["experiment"] not in only:
+            if untouched(key):
                 lines.append(kept_line(text, key))
                 continue
             f = figures.get(key)
@@ -117,7 +129,7 @@ def main():
     out.append(text[at:])
     open(OPEN, "w").write("".join(out).rstrip("\n") + "\n")
     for key, f in sorted(figures.items()):
-        if only is not None and key[1] not in only:
+        if untouched(key):
             continue
         if f["outcome"] == "Unexplained" and key not in named:
             print("unnamed: " + line(f, measured).strip())

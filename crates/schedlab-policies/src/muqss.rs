@@ -40,7 +40,15 @@
 //!   after 1 s of 3 spinners, the lone spinner on CPU 0 in 6 boots of 7
 //!   (tools/validation/muqss-niffies.c). The CPUs' niffies start as far
 //!   apart as the machine says (`Machine::niffies_ahead`, which validate
-//!   takes from what the runner reads in each run), else together.
+//!   takes from what the runner reads in each run), else together. In
+//!   validate's boots of the runner of 6f41595 (the guest calibrated again,
+//!   its CPUs' ticks 7-11 us apart) one hog kept CPU 0 in every boot: 0.3-0.6
+//!   migrations a second and the hogs' shares 25-50 points apart, against
+//!   0.3 and 40 simulated with the guest's costs; the boots of the day before
+//!   moved a hog 3.4-4.6 times a second, in episodes where the three took
+//!   turns on both CPUs (0.57-0.74 s of a traced boot), which the model does
+//!   not produce: what brought those guests' niffies back within a slice of
+//!   each other was not found.
 //! - Slices end exactly with hrexpiry (a high-resolution timer, armed
 //!   US_TO_NS(time_slice) ahead) unless the tick finds them used up first
 //!   on the CPU's niffies.
