@@ -150,6 +150,11 @@ pub enum VmError {
     RunTimeout { timeout: Duration, console: String },
     #[error("the guest stopped without a result (a crash or a kernel panic?){}", console_tail(console))]
     NoResult { console: String },
+    /// The sched_ext scheduler the job ran under was ejected by the kernel
+    /// before the job ended (its watchdog's runnable task stall, an error
+    /// of its own): the rest of the run was the kernel's fallback, not its.
+    #[error("{message}")]
+    SchedulerEjected { message: String },
 }
 
 /// How a kernel's oops or panic begins on its console.
@@ -166,6 +171,12 @@ impl VmError {
         let (console, what, signs): (&str, &str, &[&str]) = match self {
             VmError::NoResult { console } => (console, "crashed", &OOPS),
             VmError::BootTimeout { console, .. } => (console, "hung while booting", &[&OOPS[..], &STALL[..]].concat()),
+            VmError::SchedulerEjected { message } => {
+                // The kernel's own words for it ("EXIT: runnable task
+                // stall (...)"), as the scheduler printed them at its end.
+                let why = message.rsplit_once("Error: ").map_or(message.as_str(), |(_, why)| why);
+                return Some(format!("scheduler ejected: {}", why.trim().chars().take(200).collect::<String>()));
+            }
             _ => return None,
         };
         let line =
@@ -570,6 +581,19 @@ mod tests {
         // A run that was only slow is not the kernel's failure.
         let slow = VmError::RunTimeout { timeout: Duration::from_secs(1), console: "Kernel panic\n".into() };
         assert!(slow.kernel_failure().is_none());
+        // A sched_ext scheduler the kernel ejected mid-run (seen under TCG:
+        // bpfland's lat-ctx, a task not run for 6.9 s) fails that boot.
+        let ejected = VmError::SchedulerEjected {
+            message: format!(
+                "bpfland_1.1.4 {}: scx_ops_error_irq_workfn+0x23/0x28 | Error: EXIT: runnable task stall (sl-ping[45] \
+                 failed to run for 6.856s)",
+                scx::EJECTED
+            ),
+        };
+        assert_eq!(
+            ejected.kernel_failure().unwrap(),
+            "scheduler ejected: EXIT: runnable task stall (sl-ping[45] failed to run for 6.856s)"
+        );
         assert!(crashed.to_string().contains("the kernel crashed:\n  Oops: int3"));
     }
 }

@@ -206,17 +206,14 @@ impl Running {
         };
         let exit = log_tail();
         eprintln!("{ENDED} {} ({status}): {exit}", self.ops);
-        if still {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} was ejected before the job ended (sched_ext's state left 'enabled'): the run was not its own: \
-                 {exit}",
-                self.ops
-            ))
-        }
+        if still { Ok(()) } else { Err(format!("{} {EJECTED}: the run was not its own: {exit}", self.ops)) }
     }
 }
+
+/// What the guest says of a scheduler the kernel ejected before its job
+/// ended; the host's `vm` turns a guest that said it into
+/// [`crate::VmError::SchedulerEjected`].
+pub const EJECTED: &str = "was ejected before the job ended (sched_ext's state left 'enabled')";
 
 /// What the console says of the scheduler: its ops name and attach line,
 /// and how it ended.

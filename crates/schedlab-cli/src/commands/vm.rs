@@ -225,6 +225,12 @@ pub(crate) fn run_in_guest(
     }
     let messages = out.messages();
     if out.exit_code != 0 {
+        if let Some(m) = messages.iter().find(|m| m.contains(schedlab_vm::scx::EJECTED)) {
+            // Typed, so that validate boots the run again and lists it as
+            // it lists a kernel that crashed.
+            let e = schedlab_vm::VmError::SchedulerEjected { message: m.to_string() };
+            return Err(anyhow::Error::new(e).context(format!("vm {label}: schedlab in the guest failed")));
+        }
         bail!(
             "vm {label}: schedlab in the guest failed (exit {}): {}",
             out.exit_code,
