@@ -354,7 +354,7 @@ pub const WAIT_WAKEUP_CPU_US: &str = "wait_wakeup_cpu_us";
 /// and return, the next read until it blocks: `signal_return`); us, the
 /// median of the threads' means, where the trace has sched_waking.
 pub const WAIT_RUN_TO_SIGNAL_US: &str = "wait_run_to_signal_us";
-
+/// The second part of that split: from the wakeup to the switch-out.
 pub const WAIT_SIGNAL_TO_SWITCH_US: &str = "wait_signal_to_switch_us";
 
 /// The extra figure of a host report that says how far apart the CPUs'
