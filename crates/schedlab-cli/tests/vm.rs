@@ -749,36 +749,57 @@ fn stress_ng_workers_by_name_and_a_program_stopped_at_its_timeout() {
     let makespan = r["totals"]["makespan_ns"].as_f64().unwrap() / 1e9;
     let agrees = shares.iter().all(|&s| s >= 90.0) && (3.0..3.6).contains(&makespan);
     let ms = |t: &serde_json::Value, key: &str| t[key].as_f64().unwrap_or(0.0) / 1e6;
+    // What a worker's life held besides running and waiting for a CPU:
+    // its sleeps (stress-ng's usleep(0) at its start, tens of us here).
+    let asleep_ms = |t: &serde_json::Value| {
+        let life = ms(t, "cpu_time_ns") * 100.0 / t["cpu_share_pct"].as_f64().unwrap().max(1e-9);
+        (life - ms(t, "cpu_time_ns") - ms(t, "run_delay_ns")).max(0.0)
+    };
+    let extra = |name: &str| {
+        r["extra"]
+            .as_array()
+            .and_then(|e| e.iter().find(|x| x[0] == name))
+            .map_or(0.0, |x| x[1].as_f64().unwrap_or(0.0))
+    };
     let figures = format!(
-        "shares {shares:?}, makespan {makespan:.2} s; workers' CPU, run delay, longest wakeup: {}; the guest's \
-         other processes {:.1}%",
+        "shares {shares:?}, makespan {makespan:.2} s; workers' CPU, run delay, asleep, longest wakeup, voluntary \
+         switches: {}; the guest's other processes {:.1}%, the host's {:.2} CPUs",
         workers
             .iter()
             .map(|t| format!(
-                "{:.0}/{:.1}/{:.1} ms",
+                "{:.0}/{:.1}/{:.1}/{:.1} ms/{}",
                 ms(t, "cpu_time_ns"),
                 ms(t, "run_delay_ns"),
-                ms(t, "wakeup_latency_max_ns")
+                asleep_ms(t),
+                ms(t, "wakeup_latency_max_ns"),
+                t["voluntary_switches"]
             ))
             .collect::<Vec<_>>()
             .join(", "),
-        r["extra"]
-            .as_array()
-            .and_then(|e| e.iter().find(|x| x[0] == "other_processes_cpu_pct"))
-            .map_or(0.0, |x| x[1].as_f64().unwrap_or(0.0))
+        extra("other_processes_cpu_pct"),
+        extra("host_other_processes_cpus"),
     );
     // A worker wakes once, at its start; on a guest with a CPU to spare
     // that wakeup waits for the vCPU to be run by its host, so one that
     // waited a tenth of a second measured the host, not the kernel.
     let stalled = workers.iter().map(|t| ms(t, "wakeup_latency_max_ns")).fold(0f64, f64::max);
-    let disturbed = host_disturbed(&r, others).or_else(|| {
+    let host = host_disturbed(&r, others).or_else(|| {
         (stalled > STALLED_START_MS).then(|| format!("a worker's start waited {stalled:.0} ms for its vCPU"))
     });
-    if let Some(why) = disturbed.filter(|_| !agrees) {
-        skip(&format!("{why} ({figures})"));
-    } else {
-        assert!(agrees, "{figures}");
-        say("MEASURED", &figures);
+    // The kernel's part whatever stress-ng did: a runnable worker has a
+    // CPU, since there is one for each.
+    let waited = workers.iter().any(|t| ms(t, "run_delay_ns") >= 0.05 * ms(t, "cpu_time_ns"));
+    // A worker that slept a tenth of the run (once in CI: 501 ms of its
+    // 3,149, its run delay 4.5 ms) was not the hog the shares check: what
+    // it slept on was stress-ng's, not the scheduler's.
+    let slept = workers.iter().map(|t| asleep_ms(t)).fold(0f64, f64::max);
+    let not_hogs = (slept > 0.1 * makespan * 1e3).then(|| format!("a worker slept {slept:.0} ms of the run"));
+    match host.or(not_hogs.filter(|_| !waited)).filter(|_| waited || !agrees) {
+        Some(why) => skip(&format!("{why} ({figures})")),
+        None => {
+            assert!(!waited && agrees, "{figures}");
+            say("MEASURED", &figures);
+        }
     }
 
     let out = vm_output(
