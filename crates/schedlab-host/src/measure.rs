@@ -337,6 +337,18 @@ pub const FORK_CPU_US: &str = "fork_cpu_us";
 /// in a TCG guest: 80 us against calibrate's 60).
 pub const TIMER_WAKEUP_CPU_US: &str = "timer_wakeup_cpu_us";
 
+/// The extra figures of a host report that split a timed sleep (where the
+/// trace has the sleepers' switches; us, the median of the run's sleeps
+/// that slept): from the thread's clock before clock_nanosleep() to its
+/// switch out asleep (the call), and from its switch back in after the
+/// timer's wakeup to its clock after the return (the return, which the
+/// thread's own latency holds and a switch does not: a simulation's
+/// `timer_return`).
+pub const TIMER_CALL_US: &str = "timer_call_us";
+pub const TIMER_RETURN_US: &str = "timer_return_us";
+/// Fewer split sleeps than this give no figure.
+const SLEEP_SPLITS_MIN: usize = 50;
+
 /// The extra figure of a host report that says how much CPU time a thread
 /// whose program only runs, signals and waits on channels (lat-ctx's ping
 /// and pong) spent per wakeup from a wait, beyond its run ops stretched as
@@ -412,6 +424,12 @@ pub fn sleep_timer_late_name(percentile: f64) -> String {
     format!("sleep_timer_late_p{percentile}_us")
 }
 
+/// The extra figure of a host report that says how long those timers took
+/// from their expiry to the sched_waking of their thread (us, the median;
+/// from the trace): the expiry handler's time, which the lateness stops
+/// short of and a simulation's wakeup, drawn from the lateness, follows.
+pub const SLEEP_TIMER_TO_WAKING_US: &str = "sleep_timer_to_waking_us";
+
 /// The extra figures of a host report on a MuQSS kernel that say how far
 /// CPU `cpu`'s niffies stood ahead of the first CPU's when the workload
 /// started (ms, negative behind): `niffies_ahead_cpu1_ms` and so on, read
@@ -450,6 +468,47 @@ fn runs_and_sleeps(program: &[Op]) -> bool {
 fn runs_and_waits(program: &[Op]) -> bool {
     program.iter().any(|op| matches!(op, Op::Wait(_)))
         && runs_and(program, |op| matches!(op, Op::Signal(_) | Op::Wait(_)))
+}
+
+/// The call and the return of the timed sleeps `results` kept the clock
+/// of, inside [t0, stop] (ns, the medians): each sleep's first switch of
+/// its thread after the call must be out and asleep, and its next the
+/// switch back in, before the return. A sleep whose thread was preempted
+/// on its way in or out, or whose switch the trace lacks, is left out.
+pub(crate) fn sleep_split(
+    events: &[SchedEvent],
+    results: &[ThreadResult],
+    t0: Nanos,
+    stop: Nanos,
+) -> Option<(Nanos, Nanos)> {
+    // Each sleeper's switches in order: (when, switched in, left asleep).
+    let mut switches: HashMap<i32, Vec<(Nanos, bool, bool)>> =
+        results.iter().filter(|r| !r.sleeps.is_empty()).map(|r| (r.tid, Vec::new())).collect();
+    for ev in events {
+        if let SchedEventKind::Switch { prev_pid, prev_state, next_pid, .. } = &ev.kind {
+            if let Some(v) = switches.get_mut(&(*prev_pid as i32)) {
+                v.push((ev.ts, false, !prev_state.starts_with('R')));
+            }
+            if let Some(v) = switches.get_mut(&(*next_pid as i32)) {
+                v.push((ev.ts, true, false));
+            }
+        }
+    }
+    let (mut calls, mut returns) = (Vec::new(), Vec::new());
+    for r in results {
+        let Some(v) = switches.get(&r.tid) else { continue };
+        for &(called, returned) in r.sleeps.iter().filter(|&&(c, ret)| c >= t0 && ret <= stop) {
+            let i = v.partition_point(|&(ts, ..)| ts < called);
+            if let [(out, false, true), (back, true, _), rest @ ..] = &v[i.min(v.len())..]
+                && *back <= returned
+                && rest.first().is_none_or(|&(ts, ..)| ts > returned)
+            {
+                calls.push(out - called);
+                returns.push(returned - back);
+            }
+        }
+    }
+    (calls.len() >= SLEEP_SPLITS_MIN).then(|| (crate::calibrate::median(calls), crate::calibrate::median(returns)))
 }
 
 /// A thread's CPU per wakeup beyond its runs stretched by `beyond` (in
@@ -738,6 +797,7 @@ pub(crate) fn build_report(
     let exit_p50 = (!exits.is_empty()).then(|| crate::calibrate::median(exits));
     let (beyond, fork_cpu) = beyond_work(w, &results);
     let timer_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_sleeps);
+    let timer_split = trace.filter(|_| figures.is_some()).and_then(|ev| sleep_split(ev, &results, t0, stop));
     let wait_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_waits);
     let signal_split = figures.as_ref().map(|f| {
         (waiters_median(w, &results, &f.before_waking, true), waiters_median(w, &results, &f.after_waking, false))
@@ -793,6 +853,11 @@ pub(crate) fn build_report(
                 .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
                 .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
                 .chain(timer_wakeup.map(|t| (TIMER_WAKEUP_CPU_US, t as f64 / 1e3)))
+                .chain(
+                    timer_split.into_iter().flat_map(|(call, ret)| {
+                        [(TIMER_CALL_US, call as f64 / 1e3), (TIMER_RETURN_US, ret as f64 / 1e3)]
+                    }),
+                )
                 .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
                 .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
                 .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
@@ -808,6 +873,7 @@ pub(crate) fn build_report(
                         .flat_map(|t| [(TIMER_LATE_P50, t.median as f64 / 1e3), (TIMER_LATE_P90, t.p90 as f64 / 1e3)]),
                 )
                 .chain(timers.and_then(|t| t.tick_gap).map(|g| (TICK_GAP_P50_US, g as f64 / 1e3)))
+                .chain(timers.and_then(|t| t.busy_sleep_to_waking).map(|d| (SLEEP_TIMER_TO_WAKING_US, d as f64 / 1e3)))
                 .map(|(name, value)| (name.to_string(), value))
                 .chain(sleep_late)
                 .map(|(name, value)| (name, (value * 10.0).round() / 10.0))
@@ -862,6 +928,35 @@ mod tests {
         assert_eq!(f.before_waking.get(&21), Some(&(30_000, 1)));
         assert_eq!(f.after_waking.get(&21), Some(&(60_000, 1)));
         assert_eq!(f.idle_wakeups, vec![50_000, 50_000]);
+    }
+
+    #[test]
+    fn a_timed_sleep_is_split_at_its_threads_switches_and_a_preempted_one_left_out() {
+        // A sleeper (31) beside a hog (30) on CPU 0, 60 sleeps 1 ms apart:
+        // 20 us from its clock before the call to its switch out, 40 us
+        // from its switch back in to its clock after the return. Every
+        // tenth is preempted on its way out (a switch in state R first),
+        // and is left out.
+        let ts = |ns: u64| format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000);
+        let (mut text, mut sleeps) = (String::new(), Vec::new());
+        for i in 0..60u64 {
+            let called = 1_000_000_000 + i * 1_000_000;
+            let out = called + 20_000;
+            let back = called + 500_000;
+            if i % 10 == 9 {
+                text += &sw(0, &ts(called + 5_000), 31, "R", 30);
+                text += &sw(0, &ts(called + 15_000), 30, "R", 31);
+            }
+            text += &sw(0, &ts(out), 31, "S", 30);
+            text += &sw(0, &ts(back), 30, "R", 31);
+            sleeps.push((called, back + 40_000));
+        }
+        let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
+        let sleeper = ThreadResult { tid: 31, sleeps: sleeps.clone(), ..ThreadResult::default() };
+        let (t0, stop) = (1_000_000_000, 2_000_000_000);
+        assert_eq!(sleep_split(&events, std::slice::from_ref(&sleeper), t0, stop), Some((20_000, 40_000)));
+        // Fewer than SLEEP_SPLITS_MIN sleeps inside the window: no figure.
+        assert_eq!(sleep_split(&events, &[sleeper], t0, 1_040_000_000), None);
     }
 
     #[test]

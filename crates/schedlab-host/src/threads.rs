@@ -61,7 +61,15 @@ pub(crate) struct ThreadResult {
     /// Of that, what it had used when it arrived at the start gate (its
     /// creation and attributes; the rest is its stack and counts after).
     pub(crate) cpu_at_gate: Nanos,
+    /// Its timed sleeps that slept, up to [`SLEEP_STAMPS_MAX`]: its clock
+    /// before the call and after the return, which the trace's switches
+    /// split into the call, the sleep and the return (`timer_return_us`).
+    pub(crate) sleeps: Vec<(Nanos, Nanos)>,
 }
+
+/// Sleeps a thread keeps the clock of: cyclictest's 1,000 a second on a
+/// 3 s run, with room.
+pub(crate) const SLEEP_STAMPS_MAX: usize = 8192;
 
 /// Where one task thread leaves its result.
 pub(crate) type ResultSlot = Arc<Mutex<Option<ThreadResult>>>;
@@ -361,12 +369,17 @@ pub(crate) fn sleep_to(sh: &Shared, target: Nanos, r: &mut ThreadResult) -> bool
         sys::sleep_until(end);
         return false;
     }
+    let called = sys::now();
     while !sys::sleep_until(target) {
         if sh.stop.load(Ordering::SeqCst) {
             return false;
         }
     }
-    record_latency(r, sys::now().saturating_sub(target));
+    let returned = sys::now();
+    record_latency(r, returned.saturating_sub(target));
+    if called < target && r.sleeps.len() < SLEEP_STAMPS_MAX {
+        r.sleeps.push((called, returned));
+    }
     true
 }
 

@@ -257,6 +257,12 @@ pub struct TimerLateness {
     /// simulation draws as its `timer_latency` (an idle CPU's exit is its
     /// `idle_exit`). None below [`SLEEP_SAMPLES_MIN`] of them.
     pub busy_sleeps: Option<[Nanos; SLEEP_PERCENTILES.len()]>,
+    /// Of those, from the expiry to the sched_waking of the task that had
+    /// armed it, at the median: the expiry handler's own time, which the
+    /// lateness above stops short of and a simulation's wakeup starts
+    /// after (12 us in a TCG guest, where the switch that follows is timed
+    /// from the sched_waking). None below [`SLEEP_SAMPLES_MIN`].
+    pub busy_sleep_to_waking: Option<Nanos>,
 }
 
 /// Fewer expiries than this say nothing of a run's timers.
@@ -307,6 +313,8 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
     /// An expiry whose kind the next line on its CPU settles.
     struct Expiry {
         late: Nanos,
+        /// The expiry's `now`.
+        fired: Nanos,
         armer: Option<u64>,
         named_sleep: bool,
         /// Its CPU has not idled since the timer was armed.
@@ -321,21 +329,37 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
     let mut pending: HashMap<usize, Expiry> = HashMap::new();
     let mut late = Vec::new();
     let mut busy_sleeps = Vec::new();
-    let settle = |e: Expiry, woke: Option<u64>, late: &mut Vec<Nanos>, busy_sleeps: &mut Vec<Nanos>| {
-        let a_sleep = e.named_sleep || (e.armer.is_some() && woke == e.armer);
+    let mut to_waking = Vec::new();
+    // `woke`: the task and time of the sched_waking that followed the
+    // expiry on its CPU, if one did.
+    let mut settle = |e: Expiry, woke: Option<(u64, Nanos)>, late: &mut Vec<Nanos>, busy_sleeps: &mut Vec<Nanos>| {
+        let woke_armer = woke.filter(|&(pid, _)| e.armer == Some(pid));
+        let a_sleep = e.named_sleep || woke_armer.is_some();
         if a_sleep || e.same_busy_stretch {
             late.push(e.late);
         }
         if a_sleep && e.on_busy_cpu {
             busy_sleeps.push(e.late);
+            if let Some((_, at)) = woke_armer.or(woke.filter(|_| e.named_sleep)) {
+                to_waking.push(at.saturating_sub(e.fired));
+            }
         }
+    };
+    // The time of a trace line: the last field of its head, in seconds.
+    let ts_of = |head: &str| -> Option<Nanos> {
+        let secs = head.rsplit(' ').next()?;
+        let (whole, frac) = secs.split_once('.')?;
+        let frac_ns: Nanos = format!("{frac:0<9}").get(..9)?.parse().ok()?;
+        Some(whole.parse::<Nanos>().ok()?.checked_mul(1_000_000_000)? + frac_ns)
     };
     for line in text.lines() {
         let Some((head, rest)) = line.split_once(": ") else { continue };
         let Some(cpu) = cpu_of(head) else { continue };
         let Some((event, fields)) = rest.split_once(": ") else { continue };
         if let Some(e) = pending.remove(&cpu) {
-            let woke = matches!(event, "sched_waking" | "sched_wakeup").then(|| value(fields, "pid")).flatten();
+            let woke = matches!(event, "sched_waking" | "sched_wakeup")
+                .then(|| Some((value(fields, "pid")?, ts_of(head)?)))
+                .flatten();
             settle(e, woke, &mut late, &mut busy_sleeps);
         }
         match event {
@@ -365,6 +389,7 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
                         cpu,
                         Expiry {
                             late: now.saturating_sub(expires),
+                            fired: now,
                             armer,
                             named_sleep: fields.contains("function=hrtimer_wakeup"),
                             same_busy_stretch: idled.get(armed_on).copied().unwrap_or(0) == idled_at_start,
@@ -382,6 +407,7 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
     if late.len() < TIMER_SAMPLES_MIN {
         return None;
     }
+    to_waking.sort_unstable();
     late.sort_unstable();
     busy_sleeps.sort_unstable();
     let at = |v: &[Nanos], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
@@ -392,6 +418,7 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
         tick_gap: tick_period.and_then(|period| tick_gap(&fired, period)),
         busy_sleeps: (busy_sleeps.len() >= SLEEP_SAMPLES_MIN)
             .then(|| SLEEP_PERCENTILES.map(|p| at(&busy_sleeps, p / 100.0))),
+        busy_sleep_to_waking: (to_waking.len() >= SLEEP_SAMPLES_MIN).then(|| at(&to_waking, 0.5)),
     })
 }
 
@@ -485,7 +512,17 @@ mod tests {
         }
         text += "  hog-1 [001] d.h1. 1.0: hrtimer_expire_entry: hrtimer=00000000cafe now=1000000000 function=x\n";
         let all = timer_lateness(&text, 0, u64::MAX, None).unwrap();
-        assert_eq!(all, TimerLateness { median: 50_000, p90: 900_000, samples: 30, busy_sleeps: None, tick_gap: None });
+        assert_eq!(
+            all,
+            TimerLateness {
+                median: 50_000,
+                p90: 900_000,
+                samples: 30,
+                busy_sleeps: None,
+                tick_gap: None,
+                busy_sleep_to_waking: None
+            }
+        );
         // Only the expiries inside the run's window count, and 19 say nothing.
         assert_eq!(timer_lateness(&text, 1_000_000_000, 1_000_000_000 + 18 * 4_000_000 + 50_000, None), None);
         let late_half = timer_lateness(&text, 1_000_000_000 + 6 * 4_000_000, u64::MAX, None).unwrap();
@@ -526,7 +563,17 @@ mod tests {
             );
         }
         let l = timer_lateness(&text, 0, u64::MAX, None).unwrap();
-        assert_eq!(l, TimerLateness { median: 30_000, p90: 30_000, samples: 25, busy_sleeps: None, tick_gap: None });
+        assert_eq!(
+            l,
+            TimerLateness {
+                median: 30_000,
+                p90: 30_000,
+                samples: 25,
+                busy_sleeps: None,
+                tick_gap: None,
+                busy_sleep_to_waking: None
+            }
+        );
     }
 
     #[test]
@@ -544,8 +591,10 @@ mod tests {
                 "  sl-cyclic-41 [000] d.... 1.0: hrtimer_start: hrtimer=00000000a1 function=0xffffffff810ac831 \
                  expires={expires} softexpires={expires} mode=ABS was_armed=0\n\
                  sl-hog-7 [000] d.h.. 1.0: hrtimer_expire_entry: hrtimer=00000000a1 function=0xffffffff810ac831 now={}\n\
-                 sl-hog-7 [000] dNh.. 1.0: sched_wakeup: comm=sl-cyclic pid=41 prio=120 target_cpu=000\n",
-                expires + late
+                 sl-hog-7 [000] dNh.. {}.{:06}: sched_wakeup: comm=sl-cyclic pid=41 prio=120 target_cpu=000\n",
+                expires + late,
+                (expires + late + 12_000) / 1_000_000_000,
+                (expires + late + 12_000) % 1_000_000_000 / 1_000
             );
         }
         for i in 0..30u64 {
@@ -575,6 +624,8 @@ mod tests {
         let at = |p: f64| q[SLEEP_PERCENTILES.iter().position(|&x| x == p).unwrap()];
         assert_eq!((at(0.0), at(50.0), at(95.0)), (50_000, 50_000, 50_000));
         assert_eq!((at(99.0), at(100.0)), (2_000_000, 2_000_000));
+        // Each woke its thread 12 us after it fired (the trace's us).
+        assert_eq!(l.busy_sleep_to_waking, Some(12_000));
         // Pointers printed before the kernel could hash them pair nothing.
         let unhashed = text.replace("00000000a1", "(____ptrval____)").replace("00000000b2", "(____ptrval____)");
         assert_eq!(timer_lateness(&unhashed, 0, u64::MAX, None), None);

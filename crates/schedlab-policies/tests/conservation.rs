@@ -186,6 +186,40 @@ program = [ {{ loop = "forever", body = [ {{ timer = "1ms" }}, {{ run = "10us" }
 }
 
 #[test]
+fn a_timed_wakeup_is_seen_after_its_return_which_costs_no_more_cpu() {
+    // A 1 ms cyclic thread alone on a CPU, its timers 20 us late, each
+    // wakeup 50 us of its CPU: with timer_return = 30 us of that 50 after
+    // the switch, its thread sees each wakeup 50 us late instead of 20,
+    // and its CPU time is the same.
+    let text = |ret: &str| {
+        format!(
+            r#"
+duration = "1s"
+[machine]
+cpus = 1
+costs = {{ context_switch = "0us", idle_exit = "0us", timer_latency = "20us", timer_wakeup = "50us", timer_return = "{ret}" }}
+[[task]]
+name = "cyclic"
+program = [ {{ loop = "forever", body = [ {{ timer = "1ms" }}, {{ run = "10us" }} ] }} ]
+"#
+        )
+    };
+    for p in POLICIES {
+        let at_switch = run_checked(&workload(&text("0us")), p.name);
+        let returned = run_checked(&workload(&text("30us")), p.name);
+        assert_conservation(&returned);
+        let (a, b) = (&at_switch.tasks[0], &returned.tasks[0]);
+        assert_eq!(a.wakeup_latency_max_ns, Some(20_000), "{}", p.name);
+        assert_eq!(b.wakeup_latency_max_ns, Some(50_000), "{}", p.name);
+        assert_eq!(b.wakeup_latency_avg_ns, Some(50_000), "{}", p.name);
+        assert_eq!((a.cpu_time_ns, a.wakeups), (b.cpu_time_ns, b.wakeups), "{}", p.name);
+    }
+    // More than the wakeup's CPU is not a part of it.
+    let capped = run_checked(&workload(&text("80us")), "cfs");
+    assert_eq!(capped.tasks[0].wakeup_latency_max_ns, Some(70_000));
+}
+
+#[test]
 fn a_wakeup_by_interrupt_preempts_after_wake_preempt_and_one_from_beside_it_at_once() {
     // A FIFO task beside a hog on CPU 0, woken 100 times a second by its
     // timer, by a writer on CPU 1 (an IPI) or by a writer on CPU 0 (from

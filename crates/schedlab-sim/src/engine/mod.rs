@@ -847,8 +847,16 @@ impl<'w> Engine<'w> {
                 let prog = &mut self.progs[t as usize];
                 let stats = &mut prog.stats;
                 stats.run_delay += exec_start - prog.runnable_since.min(exec_start);
+                // A timed wakeup is seen by its thread once the sleep has
+                // returned to it, which is part of what it pays.
+                let seen_at = if charged {
+                    exec_start
+                } else {
+                    let costs = &self.w.machine.costs;
+                    exec_start + costs.timer_return.min(costs.timer_wakeup)
+                };
                 if let Some(w) = prog.woke_at.take() {
-                    let lat = exec_start - w.min(exec_start);
+                    let lat = seen_at - w.min(seen_at);
                     stats.lat_sum += lat;
                     stats.lat_max = stats.lat_max.max(lat);
                     self.spec_lat[spec as usize].record(lat);

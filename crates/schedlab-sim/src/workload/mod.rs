@@ -315,6 +315,14 @@ pub struct Costs {
     /// CPU time charged to a task for each timed sleep it wakes from: the
     /// clock_nanosleep() call and the return from the timer's wakeup.
     pub timer_wakeup: Nanos,
+    /// Of `timer_wakeup`, what comes after the switch to the woken task
+    /// and before its program reads the time (the wakeup's return to user
+    /// space): its latency is recorded there, where a thread's own clock
+    /// (cyclictest's, the runner's) sees it. 0 where `timer_latency`
+    /// already holds it, as calibrate's does (a thread's own lateness on
+    /// an idle CPU); a run's trace gives it apart, from the switch-in to
+    /// the sleep's return (`timer_return_us`).
+    pub timer_return: Nanos,
     /// CPU time charged to a task for each wakeup from a channel `wait` (a
     /// pipe read that blocked) beyond the context switch to it: the read's
     /// return, which a virtual CPU switched in from idle after an IPI
@@ -359,6 +367,7 @@ pub const COST_NAMES: &[&str] = &[
     "thread_exit",
     "run_stretch",
     "timer_wakeup",
+    "timer_return",
     "wait_wakeup",
     "signal_return",
     "timer_latency",
@@ -405,6 +414,7 @@ impl Costs {
             "thread_exit" => &mut self.thread_exit,
             "run_stretch" => &mut self.run_stretch,
             "timer_wakeup" => &mut self.timer_wakeup,
+            "timer_return" => &mut self.timer_return,
             "wait_wakeup" => &mut self.wait_wakeup,
             "signal_return" => &mut self.signal_return,
             "tick_jitter" => &mut self.tick_jitter,
@@ -471,6 +481,7 @@ impl Default for Costs {
             thread_exit: 0,
             run_stretch: 0,
             timer_wakeup: 0,
+            timer_return: 0,
             wait_wakeup: 0,
             signal_return: 0,
             timer_latency: Dist::Const(0),

@@ -106,6 +106,14 @@ pub(super) struct RunDigest {
     pub(super) timer_wakeup_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) sleep_timer_late_us: Option<Vec<f64>>,
+    /// Of a timed sleep (runs booted since the runner measured it,
+    /// 2026-11-28; us, medians from the trace): from its switch back in to
+    /// its thread's clock after the return, and from its timer's expiry on
+    /// a busy CPU to the sched_waking of its thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) timer_return_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) sleep_timer_to_waking_us: Option<f64>,
     /// A thread that only runs, signals and waits on pipes: its run split
     /// at the wakeup it sends (us: switch-in to the wakeup beyond its work,
     /// the wakeup to its switch-out), and a wakeup to an idle CPU's delay
@@ -162,6 +170,8 @@ impl RunDigest {
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
             fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
             timer_wakeup_us: r.extra_figure(schedlab_host::TIMER_WAKEUP_CPU_US),
+            timer_return_us: r.extra_figure(schedlab_host::TIMER_RETURN_US),
+            sleep_timer_to_waking_us: r.extra_figure(schedlab_host::SLEEP_TIMER_TO_WAKING_US),
             wait_run_to_signal_us: r.extra_figure(schedlab_host::WAIT_RUN_TO_SIGNAL_US),
             wait_signal_to_switch_us: r.extra_figure(schedlab_host::WAIT_SIGNAL_TO_SWITCH_US),
             idle_wakeup_mean_us: r.extra_figure(schedlab_host::IDLE_WAKEUP_MEAN),

@@ -453,6 +453,7 @@ impl<'a> Kernel<'a> {
         let mut thread_exit = Vec::new();
         let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
         let (mut timer_wakeup, mut sleep_late) = (Vec::new(), Vec::new());
+        let (mut timer_return, mut timer_to_waking) = (Vec::new(), Vec::new());
         let (mut to_signal, mut after_signal, mut idle_wakeup) = (Vec::new(), Vec::new(), Vec::new());
         let mut preempt_wakeup = Vec::new();
         let mut controller_cpu = Vec::new();
@@ -493,6 +494,8 @@ impl<'a> Kernel<'a> {
             fork_cpu.push(real.fork_cpu_us);
             timer_wakeup.push(real.timer_wakeup_us);
             sleep_late.push(real.sleep_timer_late_us.clone());
+            timer_return.push(real.timer_return_us);
+            timer_to_waking.push(real.sleep_timer_to_waking_us);
             to_signal.push(real.wait_run_to_signal_us);
             after_signal.push(real.wait_signal_to_switch_us);
             idle_wakeup.push(real.idle_wakeup_mean_us);
@@ -538,6 +541,9 @@ impl<'a> Kernel<'a> {
             // and how late it came.
             timer_wakeup: median_of_every(timer_wakeup, 1e3),
             timer_lateness: timer_lateness(sleep_late),
+            // Runs booted since the runner split a timed sleep (2026-11-28).
+            timer_return: median_of_every(timer_return, 1e3),
+            timer_to_waking: median_of_every(timer_to_waking, 1e3),
             wait_hop: median_of_every(to_signal, 1e3).zip(median_of_every(after_signal, 1e3)),
             idle_wakeup: median_of_every(idle_wakeup, 1e3),
             preempt_wakeup: median_of_every(preempt_wakeup, 1e3),
@@ -655,6 +661,11 @@ struct Start {
     /// How late the sleeps' timers fired on busy CPUs, at
     /// `SLEEP_PERCENTILES`: each percentile the runs' median.
     timer_lateness: Option<[u64; SLEEP_PERCENTILES.len()]>,
+    /// From a timed sleep's switch back in to its return, which its
+    /// thread's latency holds.
+    timer_return: Option<u64>,
+    /// From a sleep's timer's expiry on a busy CPU to its sched_waking.
+    timer_to_waking: Option<u64>,
     /// Of that, what a thread had used at the start gate.
     at_gate: Option<u64>,
     /// The runner's controller's CPU time before it created the threads,
@@ -763,8 +774,17 @@ fn simulated(
             if let Some(cost) = guest.and_then(|g| g.start.timer_wakeup) {
                 w.machine.costs.timer_wakeup = cost;
             }
+            // The lateness runs to the expiry, the wakeup from its
+            // sched_waking (the expiry handler's 10-20 us under TCG
+            // between), and a thread sees its wakeup once the sleep has
+            // returned to it (the sleep's return, 25-30 us), where the
+            // runs split the sleep so.
+            let to_waking = guest.and_then(|g| g.start.timer_to_waking).unwrap_or(0);
             if let Some(q) = guest.and_then(|g| g.start.timer_lateness) {
-                w.machine.costs.timer_latency = lateness_dist(&q);
+                w.machine.costs.timer_latency = lateness_dist(&q.map(|late| late + to_waking));
+            }
+            if let Some(ret) = guest.and_then(|g| g.start.timer_return) {
+                w.machine.costs.timer_return = ret;
             }
             // A wakeup sent to an idle CPU takes as long to run its task as
             // the runs' did on average (their trace's sched_waking to the

@@ -323,6 +323,8 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             row.start.fork.map(|f| format!("{:.0} µs a fork", f as f64 / 1e3)),
             row.start.thread_exit.map(|e| format!("{:.0} µs an exit", e as f64 / 1e3)),
             row.start.timer_wakeup.map(|t| format!("{:.0} µs a timed wakeup", t as f64 / 1e3)),
+            row.start.timer_to_waking.map(|t| format!("{:.0} µs from a sleep's expiry to its wakeup", t as f64 / 1e3)),
+            row.start.timer_return.map(|t| format!("{:.0} µs from a sleep's switch-in to its return", t as f64 / 1e3)),
             row.start.wait_hop.map(|(to, after)| {
                 format!(
                     "{:.0} µs from a pipe's wakeup to the reply and {:.0} µs after it",
