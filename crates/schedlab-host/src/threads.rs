@@ -61,15 +61,30 @@ pub(crate) struct ThreadResult {
     /// Of that, what it had used when it arrived at the start gate (its
     /// creation and attributes; the rest is its stack and counts after).
     pub(crate) cpu_at_gate: Nanos,
-    /// Its timed sleeps that slept, up to [`SLEEP_STAMPS_MAX`]: its clock
-    /// before the call and after the return, which the trace's switches
-    /// split into the call, the sleep and the return (`timer_return_us`).
+    /// Its timed sleeps that slept, as many as the room its controller
+    /// made ([`sleep_stamps_room`]): its clock before the call and after
+    /// the return, which the trace's switches split into the call, the
+    /// sleep and the return (`timer_return_us`).
     pub(crate) sleeps: Vec<(Nanos, Nanos)>,
 }
 
-/// Sleeps a thread keeps the clock of: cyclictest's 1,000 a second on a
-/// 3 s run, with room.
-pub(crate) const SLEEP_STAMPS_MAX: usize = 8192;
+/// Sleeps a thread keeps the clock of at most: cyclictest's 1,000 a
+/// second on a 3 s run, with room.
+const SLEEP_STAMPS_MAX: usize = 4096;
+/// And all threads together (16 MiB): a median needs far fewer.
+const SLEEP_STAMPS_TOTAL: usize = 1 << 20;
+
+/// The room for its sleeps' clocks a thread of `spec` gets: none where its
+/// program does not sleep. Made by the controller, since a task thread
+/// that allocates gets an arena of glibc's, mapped in the run.
+fn sleep_stamps_room(w: &Workload, spec: u32) -> usize {
+    let sleeps = |program: &[Op]| program.iter().any(|op| matches!(op, Op::Sleep(_) | Op::Timer { .. }));
+    if !sleeps(&w.tasks[spec as usize].program) {
+        return 0;
+    }
+    let sleepers: usize = w.tasks.iter().filter(|t| sleeps(&t.program)).map(|t| t.count.max(1) as usize).sum();
+    (SLEEP_STAMPS_TOTAL / sleepers.max(1)).min(SLEEP_STAMPS_MAX)
+}
 
 /// Where one task thread leaves its result.
 pub(crate) type ResultSlot = Arc<Mutex<Option<ThreadResult>>>;
@@ -232,7 +247,8 @@ pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Resul
     let created_failed =
         |e: std::io::Error| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)"));
     let stack = sh.stacks.take(&sh.handles).map_err(created_failed)?;
-    let mut result = Some(ThreadResult { task, spec, ..ThreadResult::default() });
+    let sleeps = Vec::with_capacity(sleep_stamps_room(&sh.w, spec));
+    let mut result = Some(ThreadResult { task, spec, sleeps, ..ThreadResult::default() });
     let start = TaskStart { spec, at_barrier, affinity, pinned };
     let thread = TaskThread::spawn(
         stack,
@@ -377,7 +393,8 @@ pub(crate) fn sleep_to(sh: &Shared, target: Nanos, r: &mut ThreadResult) -> bool
     }
     let returned = sys::now();
     record_latency(r, returned.saturating_sub(target));
-    if called < target && r.sleeps.len() < SLEEP_STAMPS_MAX {
+    // Within the room made for them: the thread allocates nothing.
+    if called < target && r.sleeps.len() < r.sleeps.capacity() {
         r.sleeps.push((called, returned));
     }
     true
