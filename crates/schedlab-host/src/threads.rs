@@ -617,3 +617,35 @@ pub(crate) fn stop_threads(sh: &Shared) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sleepers_get_room_for_their_sleeps_and_all_of_them_share_a_bound() {
+        let w = |sleepers: u32| {
+            Workload::from_toml(
+                &format!(
+                    r#"
+[[task]]
+name = "hog"
+program = [ {{ run = "1s" }} ]
+[[task]]
+name = "sleeper"
+count = {sleepers}
+program = [ {{ loop = "forever", body = [ {{ run = "1ms" }}, {{ sleep = "1ms" }} ] }} ]
+"#
+                ),
+                "t.toml",
+                &Default::default(),
+            )
+            .unwrap()
+        };
+        let few = w(3);
+        assert_eq!(sleep_stamps_room(&few, 0), 0, "a hog never sleeps");
+        assert_eq!(sleep_stamps_room(&few, 1), SLEEP_STAMPS_MAX);
+        let many = w(1024);
+        assert_eq!(sleep_stamps_room(&many, 1), SLEEP_STAMPS_TOTAL / 1024);
+    }
+}
