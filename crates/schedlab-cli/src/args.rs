@@ -325,7 +325,8 @@ pub(crate) struct Common {
     /// Set one of the machine's costs, e.g. idle_exit=8us (`schedlab
     /// calibrate` measures them): context_switch, migration, idle_exit,
     /// wake_preempt, wake_remote, syscall, fork, thread_start, thread_exit, run_stretch
-    /// (per ms of a run), timer_wakeup, wait_wakeup, signal_return, timer_latency,
+    /// (per ms of a run), timer_wakeup, timer_return (the part of timer_wakeup after
+    /// the switch, before the thread sees its wakeup), wait_wakeup, signal_return, timer_latency,
     /// tick_jitter, tick_spread.
     /// timer_latency also takes the quantiles a trace measured, e.g.
     /// timer_latency=quantiles(p0=30us,p50=50us,p99=2ms,p100=5ms).

@@ -91,7 +91,14 @@ pub(super) fn page(
          and draws each timer's lateness from the quantiles of the runs' sleep timers that fired on a busy \
          CPU (`sleep_timer_late_p50_us` and the rest, from the trace; as `timer_latency`): an emulated \
          timer now and then fires a tick late, and a period-late timer skips an expiry of cyclictest's, \
-         which one median does not carry. Since the runs booted 2026-11-27 with the runner that traces \
+         which one median does not carry. Since the runs booted 2026-11-28 with the runner of 40cdcab \
+         (the five experiments with timed sleeps), that lateness runs on to the sched_waking its expiry's \
+         handler sends (`sleep_timer_to_waking_us`, the median, added to each quantile: the trace's \
+         lateness stops at the expiry, and a wakeup's path to its switch is timed from the sched_waking), \
+         and a timed wakeup's latency is counted where its thread sees it, once the sleep has returned to \
+         it (`timer_return_us`, from the switch back in to the thread's clock after the call, as \
+         `timer_return`, a part of `timer_wakeup`): the runs' threads time their latency there, as \
+         cyclictest does. Since the runs booted 2026-11-27 with the runner that traces \
          sched_waking, a wakeup one of the workload's threads sends to an idle CPU runs its task as late as \
          in the runs on average (`idle_wakeup_mean_us`, as `idle_exit`: a rate of such wakeups follows the \
          mean); since the runs booted 2026-11-28, a wakeup that preempts a busy CPU (a timer's, an IPI) \
