@@ -458,8 +458,7 @@ fn runs_and_forks(program: &[Op]) -> bool {
 /// Whether a program only runs and sleeps (to a time or for a while), and
 /// sleeps: its thread's CPU clock is its work and its timed wakeups.
 fn runs_and_sleeps(program: &[Op]) -> bool {
-    let sleeps = |op: &Op| matches!(op, Op::Sleep(_) | Op::Timer { .. });
-    program.iter().any(sleeps) && runs_and(program, sleeps)
+    program.iter().any(crate::threads::timed_sleep) && runs_and(program, crate::threads::timed_sleep)
 }
 
 /// Whether a program only runs, signals channels and waits on them, and

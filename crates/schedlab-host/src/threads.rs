@@ -74,16 +74,20 @@ const SLEEP_STAMPS_MAX: usize = 4096;
 /// And all threads together (16 MiB): a median needs far fewer.
 const SLEEP_STAMPS_TOTAL: usize = 1 << 20;
 
-/// The room for its sleeps' clocks a thread of `spec` gets: none where its
-/// program does not sleep. Made by the controller, since a task thread
-/// that allocates gets an arena of glibc's, mapped in the run.
-fn sleep_stamps_room(w: &Workload, spec: u32) -> usize {
-    let sleeps = |program: &[Op]| program.iter().any(|op| matches!(op, Op::Sleep(_) | Op::Timer { .. }));
-    if !sleeps(&w.tasks[spec as usize].program) {
-        return 0;
-    }
+/// Whether `op` sleeps to a time or for a while (on a timer).
+pub(crate) fn timed_sleep(op: &Op) -> bool {
+    matches!(op, Op::Sleep(_) | Op::Timer { .. })
+}
+
+/// The room for its sleeps' clocks a thread of each spec gets: none where
+/// its program does not sleep. Made by whoever creates the thread, since
+/// a task thread that allocates gets an arena of glibc's, mapped in the
+/// run; reckoned once, not at every fork.
+fn sleep_stamps_room(w: &Workload) -> Vec<usize> {
+    let sleeps = |program: &[Op]| program.iter().any(timed_sleep);
     let sleepers: usize = w.tasks.iter().filter(|t| sleeps(&t.program)).map(|t| t.count.max(1) as usize).sum();
-    (SLEEP_STAMPS_TOTAL / sleepers.max(1)).min(SLEEP_STAMPS_MAX)
+    let room = (SLEEP_STAMPS_TOTAL / sleepers.max(1)).min(SLEEP_STAMPS_MAX);
+    w.tasks.iter().map(|t| if sleeps(&t.program) { room } else { 0 }).collect()
 }
 
 /// Where one task thread leaves its result.
@@ -106,6 +110,8 @@ pub(crate) struct Shared {
     /// Task threads that have not finished their program.
     pub(crate) live: AtomicU32,
     pub(crate) spec_instances: Vec<AtomicU32>,
+    /// Per spec, how many sleeps' clocks a thread of it keeps.
+    pub(crate) sleep_room: Vec<usize>,
     /// Each task thread's result, one slot a thread: a thread fills only
     /// its own, so that exiting threads never wait on one another for a
     /// shared list (fork-burst's 200 children did, 43 futex waits in a
@@ -247,7 +253,7 @@ pub(crate) fn spawn_task(sh: &Arc<Shared>, spec: u32, at_barrier: bool) -> Resul
     let created_failed =
         |e: std::io::Error| HostError::Setup(format!("cannot create thread {task}: {e} (raise ulimit -u?)"));
     let stack = sh.stacks.take(&sh.handles).map_err(created_failed)?;
-    let sleeps = Vec::with_capacity(sleep_stamps_room(&sh.w, spec));
+    let sleeps = Vec::with_capacity(sh.sleep_room[spec as usize]);
     let mut result = Some(ThreadResult { task, spec, sleeps, ..ThreadResult::default() });
     let start = TaskStart { spec, at_barrier, affinity, pinned };
     let thread = TaskThread::spawn(
@@ -568,6 +574,7 @@ pub(crate) fn start_threads(
         next_task: AtomicU32::new(0),
         live: AtomicU32::new(0),
         spec_instances: w.tasks.iter().map(|_| AtomicU32::new(0)).collect(),
+        sleep_room: sleep_stamps_room(w),
         results: Mutex::new(Vec::with_capacity(stacks_wanted)),
         errors: Mutex::new(Vec::new()),
         handles: Mutex::new(Vec::with_capacity(stacks_wanted)),
@@ -642,10 +649,9 @@ program = [ {{ loop = "forever", body = [ {{ run = "1ms" }}, {{ sleep = "1ms" }}
             )
             .unwrap()
         };
-        let few = w(3);
-        assert_eq!(sleep_stamps_room(&few, 0), 0, "a hog never sleeps");
-        assert_eq!(sleep_stamps_room(&few, 1), SLEEP_STAMPS_MAX);
-        let many = w(1024);
-        assert_eq!(sleep_stamps_room(&many, 1), SLEEP_STAMPS_TOTAL / 1024);
+        let few = sleep_stamps_room(&w(3));
+        assert_eq!(few[0], 0, "a hog never sleeps");
+        assert_eq!(few[1], SLEEP_STAMPS_MAX);
+        assert_eq!(sleep_stamps_room(&w(1024))[1], SLEEP_STAMPS_TOTAL / 1024);
     }
 }

@@ -345,13 +345,8 @@ pub fn timer_lateness(text: &str, from: Nanos, to: Nanos, tick_period: Option<Na
             }
         }
     };
-    // The time of a trace line: the last field of its head, in seconds.
-    let ts_of = |head: &str| -> Option<Nanos> {
-        let secs = head.rsplit(' ').next()?;
-        let (whole, frac) = secs.split_once('.')?;
-        let frac_ns: Nanos = format!("{frac:0<9}").get(..9)?.parse().ok()?;
-        Some(whole.parse::<Nanos>().ok()?.checked_mul(1_000_000_000)? + frac_ns)
-    };
+    // The time of a trace line: the last field of its head.
+    let ts_of = |head: &str| schedlab_sim::formats::ftrace::parse_ts(head.rsplit(' ').next()?).ok();
     for line in text.lines() {
         let Some((head, rest)) = line.split_once(": ") else { continue };
         let Some(cpu) = cpu_of(head) else { continue };

@@ -280,8 +280,9 @@ pub fn line_context(line: &str) -> Option<(u32, Option<u32>)> {
     Some((pid.parse().ok()?, tgid))
 }
 
-/// "1234.567890" (seconds, microseconds or nanoseconds after the point).
-fn parse_ts(text: &str) -> Result<Nanos, String> {
+/// "1234.567890" (seconds, microseconds or nanoseconds after the point):
+/// the time ftrace heads its lines with, in ns.
+pub fn parse_ts(text: &str) -> Result<Nanos, String> {
     let (secs, frac) = text.split_once('.').ok_or_else(|| format!("timestamp '{text}' has no decimal point"))?;
     let secs: u64 = num(secs, "timestamp")?;
     if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
