@@ -232,6 +232,11 @@ pub(crate) enum Command {
         /// to see what the real figures say of a change.
         #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_kv)]
         set: Vec<(String, i64)>,
+        /// Also write each simulation with the guest's costs as ftrace text
+        /// in DIR (POLICY-EXPERIMENT-SEED.txt), to hold beside a guest's
+        /// trace (`schedlab vm --trace-out`).
+        #[arg(long, value_name = "DIR")]
+        trace_sims: Option<std::path::PathBuf>,
     },
     /// Measure this machine's context switch, idle wakeup and syscall costs
     /// and print them as --cost flags and a [machine] costs line, so that

@@ -76,7 +76,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
             vm,
             jobs: jobs.unwrap_or_else(rayon::current_num_threads),
         }),
-        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, tools, set } => {
+        Command::Validate { out, kernels, quick, runs, sched, accel, reuse_real, tools, set, trace_sims } => {
             validate::run(validate::Options {
                 out: out.unwrap_or_else(validate::default_out),
                 kernels: kernels.unwrap_or_else(validate::default_kernels),
@@ -87,6 +87,7 @@ pub(crate) fn run(cli: Cli) -> Result<()> {
                 reuse: reuse_real,
                 tools,
                 set,
+                trace_sims,
             })
         }
         Command::List => {

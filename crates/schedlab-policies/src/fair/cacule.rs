@@ -348,7 +348,10 @@ impl Fair {
                 migration_cost_ns: f.tun.migration_cost_ns,
                 nr_migrate: f.tun.nr_migrate,
                 sis_util: f.tun.features.sis_util,
+                preemption: f.tun.config_preemption,
+                ni_random: f.tun.features.ni_random,
             },
+            w.seed,
         ));
         // A group's entity is zeroed memory (alloc_fair_sched_group):
         // every stamp of its node is sched_clock 0, the boot, `uptime`

@@ -24,6 +24,8 @@ pub struct FairTunables {
     pub sched_child_runs_first: bool,
     pub migration_cost_ns: u64,
     pub nr_migrate: u32,
+    /// Built with CONFIG_PREEMPTION (the balancer's new-idle pull).
+    pub config_preemption: bool,
     pub sched_cfs_bandwidth_slice_us: u64,
     pub features: Features,
     /// Every tunable of the variant, with the value in force, as
@@ -50,6 +52,7 @@ pub struct Features {
     pub delay_dequeue: bool,
     pub delay_zero: bool,
     pub sis_util: bool,
+    pub ni_random: bool,
 }
 
 impl Features {
@@ -72,6 +75,9 @@ impl Features {
             delay_dequeue: eevdf,
             delay_zero: eevdf,
             sis_util: true,
+            // "sched/fair: Proportional newidle balance" (v6.18), in the
+            // stable series by 6.1.192 and 6.12.117, the versions followed.
+            ni_random: true,
         }
     }
 
@@ -83,6 +89,10 @@ impl Features {
             ("WAKEUP_PREEMPTION", "let a waking task preempt the running one"),
             ("HRTICK", "end slices with a high-resolution timer, not at the next tick"),
             ("SIS_UTIL", "a wakeup scans fewer CPUs for an idle one the busier the LLC is, none from 85% (6.0+)"),
+            (
+                "NI_RANDOM",
+                "a CPU going idle balances with the odds its domain's past new-idle balances succeeded (6.18, 6.1.192, 6.12.117)",
+            ),
         ];
         match v {
             Variant::Cfs => all.extend([
@@ -113,6 +123,7 @@ impl Features {
             "WAKEUP_PREEMPTION" => &mut self.wakeup_preemption,
             "HRTICK" => &mut self.hrtick,
             "SIS_UTIL" => &mut self.sis_util,
+            "NI_RANDOM" => &mut self.ni_random,
             "GENTLE_FAIR_SLEEPERS" => &mut self.gentle_fair_sleepers,
             "START_DEBIT" => &mut self.start_debit,
             "LAST_BUDDY" => &mut self.last_buddy,
@@ -188,6 +199,7 @@ impl FairTunables {
             sched_child_runs_first: n("sched_child_runs_first") != 0,
             migration_cost_ns: n("migration_cost_ns"),
             nr_migrate: n("nr_migrate") as u32,
+            config_preemption: n("CONFIG_PREEMPTION") != 0,
             sched_cfs_bandwidth_slice_us: n("sched_cfs_bandwidth_slice_us"),
             features,
             table,
@@ -247,6 +259,18 @@ impl FairTunables {
         out.extend([
             spec("migration_cost_ns", 500_000, 0, "a task that ran this recently is cache hot and not migrated"),
             spec("nr_migrate", 32, 1, "tasks looked at per balance"),
+            // A build option, not a sysctl: the guests the models are held
+            // against are PREEMPT_VOLUNTARY builds without it (a cfs-6.1
+            // guest's trace shows a CPU going idle pull 7 of fork-burst's
+            // children at once), where distribution kernels' PREEMPT_DYNAMIC
+            // selects it whatever preempt= they boot with.
+            TunableSpec {
+                name: "CONFIG_PREEMPTION",
+                value: 0,
+                min: 0,
+                max: 1,
+                help: "built preemptible (PREEMPT, PREEMPT_DYNAMIC): a CPU going idle pulls one task, not the imbalance",
+            },
             spec("sched_cfs_bandwidth_slice_us", 5_000, 1, "runtime a CPU takes from a cpu.max pool at once"),
         ]);
         let mut defaults = Features::defaults(v);

@@ -4,6 +4,8 @@
 //! new-idle balance.
 
 use super::*;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum LevelKind {
@@ -28,6 +30,27 @@ pub(super) struct DomState {
     pub(super) last_balance: Nanos,
     pub(super) interval: Nanos,
     pub(super) failed: u32,
+    /// sd->newidle_call, newidle_success and newidle_ratio (NI_RANDOM):
+    /// new-idle balances asked for, those that pulled (each weighted by
+    /// the inverse of the odds it ran with), and the success rate in
+    /// 1/1024 they last gave. A domain is built at 50%.
+    pub(super) newidle_call: u32,
+    pub(super) newidle_success: u32,
+    pub(super) newidle_ratio: u32,
+}
+
+impl DomState {
+    /// update_newidle_stats: the ratio is taken every 1024 calls, and the
+    /// counts halved, so it follows the last thousand or so.
+    fn newidle_stats(&mut self, success: u32) {
+        self.newidle_call += 1;
+        self.newidle_success += success;
+        if self.newidle_call >= 1024 {
+            self.newidle_ratio = self.newidle_success;
+            self.newidle_call /= 2;
+            self.newidle_success /= 2;
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -83,6 +106,13 @@ pub struct LbTunables {
     /// SCHED_FEAT(SIS_UTIL), on by default since 6.0; off, the wakeup's
     /// scan is not cut (SIS_PROP, its predecessor, is not modelled).
     pub sis_util: bool,
+    /// CONFIG_PREEMPTION: detach_tasks stops a new-idle pull after one task
+    /// (distribution kernels build it with PREEMPT_DYNAMIC); without it a
+    /// CPU going idle pulls as much as the imbalance.
+    pub preemption: bool,
+    /// SCHED_FEAT(NI_RANDOM): a domain's new-idle balance runs with the
+    /// odds its past ones pulled something.
+    pub ni_random: bool,
 }
 
 /// MAX_PINNED_INTERVAL: how far the balance interval grows while every
@@ -91,7 +121,7 @@ pub(super) const MAX_PINNED_INTERVAL: Nanos = 512_000_000;
 
 impl Default for LbTunables {
     fn default() -> Self {
-        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32, sis_util: true }
+        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32, sis_util: true, preemption: false, ni_random: true }
     }
 }
 
@@ -112,10 +142,13 @@ pub struct Balancer {
     pub lb_count: u64,
     pub balanced_moves: u64,
     pub active_moves: u64,
+    /// sched_rng() for NI_RANDOM's dice: the kernel's per-CPU prandom
+    /// state, seeded from the workload's seed so a run repeats.
+    rng: Pcg32,
 }
 
 impl Balancer {
-    pub fn new(t: &Topology, tun: LbTunables) -> Balancer {
+    pub fn new(t: &Topology, tun: LbTunables, seed: u64) -> Balancer {
         let mut levels = Vec::new();
         if t.threads_per_core > 1 {
             levels.push(Level { kind: LevelKind::Smt, imbalance_pct: 110, cache_nice_tries: 0 });
@@ -137,11 +170,19 @@ impl Balancer {
             lb_count: 0,
             balanced_moves: 0,
             active_moves: 0,
+            rng: Pcg32::seed_from_u64(seed ^ 0x6e69_5f72_616e_646f),
         };
         for cpu in 0..t.nr_cpus() {
             for l in 0..b.levels.len() {
                 let interval = b.span(t, cpu, l).len() as Nanos * 1_000_000;
-                b.dom.push(DomState { last_balance: 0, interval, failed: 0 });
+                b.dom.push(DomState {
+                    last_balance: 0,
+                    interval,
+                    failed: 0,
+                    newidle_call: 512,
+                    newidle_success: 256,
+                    newidle_ratio: 512,
+                });
             }
         }
         b
@@ -228,13 +269,34 @@ impl Balancer {
 
     /// sched_balance_newidle: pull work before going idle.
     pub fn newidle(&mut self, sys: &mut Sys, q: &mut dyn LbQueues, cpu: CpuId) {
+        // rd->overloaded: no domain is looked at, nor a die thrown, unless
+        // some CPU has waiting work.
+        if !sys.may_have_waiting(0..sys.nr_cpus) {
+            return;
+        }
         for level in 0..self.levels.len() {
-            let span = self.span(&sys.topology, cpu, level);
-            // rd->overload: nothing to pull unless some CPU has waiting work.
-            if !sys.may_have_waiting(span.clone()) || !span.clone().any(|c| q.cpu_nr(sys, c) >= 2) {
-                continue;
+            // NI_RANDOM: a 1024-sided die against 1 + the success rate; a
+            // balance that runs counts its success at the inverse of its
+            // odds, so the rate stays that of every call. (Under TCG, with
+            // the domain at its boot-time 50%, the guests' traces show CPUs
+            // going idle beside a CPU with 2-13 fork-burst children waiting:
+            // sched_balance_newidle entered, sched_balance_rq not called.)
+            let mut weight = 1;
+            if self.tun.ni_random {
+                let d1k = self.rng.random::<u32>() % 1024;
+                let odds = 1 + self.dom_mut(cpu, level).newidle_ratio;
+                if d1k > odds {
+                    self.dom_mut(cpu, level).newidle_stats(0);
+                    continue;
+                }
+                weight = (1024 + odds / 2) / odds;
             }
-            if self.load_balance(sys, q, cpu, level, IdleKind::NewlyIdle) == Outcome::Moved {
+            let span = self.span(&sys.topology, cpu, level);
+            let moved = sys.may_have_waiting(span.clone())
+                && span.clone().any(|c| q.cpu_nr(sys, c) >= 2)
+                && self.load_balance(sys, q, cpu, level, IdleKind::NewlyIdle) == Outcome::Moved;
+            self.dom_mut(cpu, level).newidle_stats(weight * u32::from(moved));
+            if moved {
                 return;
             }
         }
@@ -553,8 +615,9 @@ impl Balancer {
             q.move_task(sys, t, src, this);
             self.balanced_moves += 1;
             moved += 1;
-            // CONFIG_PREEMPTION kernels stop a new-idle pull after one task.
-            if idle == IdleKind::NewlyIdle || imbalance <= 0.0 {
+            // "NEWIDLE balancing is a source of latency, so preemptible
+            // kernels will stop after the first task is detached."
+            if (self.tun.preemption && idle == IdleKind::NewlyIdle) || imbalance <= 0.0 {
                 break;
             }
         }
@@ -610,4 +673,37 @@ pub(super) fn idle_scan_depth(sum_util: u64, llc_weight: u32, imbalance_pct: u32
     let pct = imbalance_pct as u64;
     let tmp = (x * x * pct * pct / (10_000 * scale)).min(scale);
     ((scale - tmp) * llc_weight as u64 / scale) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newidle_ratio_is_the_weighted_successes_of_the_last_thousand_calls() {
+        // A domain is built at 512 calls, 256 successes, ratio 512.
+        let mut d = DomState {
+            last_balance: 0,
+            interval: 0,
+            failed: 0,
+            newidle_call: 512,
+            newidle_success: 256,
+            newidle_ratio: 512,
+        };
+        // 511 more calls leave the ratio where it was built...
+        for _ in 0..511 {
+            d.newidle_stats(0);
+        }
+        assert_eq!((d.newidle_call, d.newidle_ratio), (1023, 512));
+        // ...the 1024th takes the successes as the ratio and halves both.
+        d.newidle_stats(2);
+        assert_eq!((d.newidle_ratio, d.newidle_call, d.newidle_success), (258, 512, 129));
+        // A run of balances that all pull, each counted at the inverse of
+        // its odds (2 at 50%), brings the ratio to every call's: each
+        // halving takes it half way there.
+        for i in 0..4096 {
+            d.newidle_stats(if i & 1 == 0 { 2 } else { 0 });
+        }
+        assert!((1010..=1024).contains(&d.newidle_ratio), "{}", d.newidle_ratio);
+    }
 }

@@ -21,7 +21,13 @@
 //!   shifting the load test, active balance after cache_nice_tries + 2
 //!   failures of a task-count (migrate_task) imbalance, balance intervals
 //!   of sd_weight ms times busy_factor 16 while busy, NO_HZ idle balancing
-//!   kicked from busy CPUs, and new-idle balance.
+//!   kicked from busy CPUs, and new-idle balance: thrown to a die against
+//!   the domain's past success rate (NI_RANDOM, "sched/fair: Proportional
+//!   newidle balance", v6.18, in both stable versions followed, 6.1.192 and
+//!   6.12.117), and pulling the whole imbalance, not one task, as kernels
+//!   built without CONFIG_PREEMPTION do (the guests the models are held
+//!   against are PREEMPT_VOLUNTARY builds; the `CONFIG_PREEMPTION` tunable
+//!   gives distribution kernels' PREEMPT_DYNAMIC behaviour).
 //!
 //! Among fully busy groups the balancer takes the later one (6.12; 6.1
 //! keeps the first), their avg_load being left at 0 by both.

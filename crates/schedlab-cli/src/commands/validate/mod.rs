@@ -82,6 +82,9 @@ pub struct Options {
     /// Hold the presets against the real tools they imitate ([`tools`])
     /// instead of running the experiments.
     pub tools: bool,
+    /// Where to write each simulation with its own kernel's costs as
+    /// ftrace text, to hold beside that kernel's trace.
+    pub trace_sims: Option<PathBuf>,
 }
 
 pub fn default_out() -> PathBuf {
@@ -187,6 +190,10 @@ pub fn run(opts: Options) -> Result<()> {
     let runs = opts.runs.unwrap_or(if opts.quick { 1 } else { 3 });
     if !(1..=20).contains(&runs) {
         bail!("--runs {runs}: give from 1 to 20 runs per figure");
+    }
+    if let Some(dir) = &opts.trace_sims {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--trace-sims {}: cannot make that directory", dir.display()))?;
     }
     // What an earlier validate kept of its real runs, where their reports
     // are not (a clone of the repository: docs/validation-runs.json).
@@ -332,7 +339,7 @@ fn cross_model(opts: &Options, runs: usize, checked: &[Checked]) -> Result<matri
         if model == c.policy.name {
             return Ok((row.sim.clone(), row.guest.clone()));
         }
-        let guest = Guest { costs: &c.guest_costs, start: row.start.clone() };
+        let guest = Guest { costs: &c.guest_costs, start: row.start.clone(), own: false };
         let sims = simulated(opts, row.exp, model, runs, row.exp.secs * SEC, Some(&guest))?;
         Ok((defaults[&(model, row.exp.id)].clone(), medians(&sims)))
     })
@@ -565,7 +572,7 @@ impl<'a> Kernel<'a> {
                     .then(|| (0..cpus).map(|c| median(runs.iter().map(|r| r[c]).collect())).collect())
             }),
         };
-        let guest = Guest { costs: &self.c.guest_costs, start: start.clone() };
+        let guest = Guest { costs: &self.c.guest_costs, start: start.clone(), own: true };
         let guest_sims = simulated(opts, exp, self.c.policy.name, runs, duration, Some(&guest))?;
         Ok(Row {
             exp,
@@ -633,6 +640,9 @@ impl<'a> Kernel<'a> {
 struct Guest<'a> {
     costs: &'a [(String, u64)],
     start: Start,
+    /// Simulated on the policy whose kernel measured them (not another
+    /// model held against that kernel).
+    own: bool,
 }
 
 /// How the real runs started, each the runs' median, in ns.
@@ -821,18 +831,42 @@ fn simulated(
                 Some(work) => background::with_machine_work(&w, work),
                 None => w,
             };
+            let trace_to = match (guest, &opts.trace_sims) {
+                (Some(g), Some(dir)) if g.own => Some(dir.join(format!("{policy}-{}-{seed}.txt", exp.id))),
+                _ => None,
+            };
             if exp.figures.decisions {
                 // Decisions are counted over the whole run, start-up
                 // included: the runner's start is not simulated for them.
-                return Ok(decision_figures(&simulate_decisions(&beside(w), policy)?));
+                let w = beside(w);
+                if let Some(path) = &trace_to {
+                    trace_sim(&w, policy, path)?;
+                }
+                return Ok(decision_figures(&simulate_decisions(&w, policy)?));
             }
             let started = guest.and_then(|g| {
                 let s = &g.start;
                 start::runner_start(&w, s.before_start?, s.at_gate, s.controller_cpu.unwrap_or(0))
             });
-            Ok(figures(exp, &simulate(&beside(started.unwrap_or(w)), policy)?))
+            let w = beside(started.unwrap_or(w));
+            let report = match &trace_to {
+                Some(path) => trace_sim(&w, policy, path)?,
+                None => simulate(&w, policy)?,
+            };
+            Ok(figures(exp, &report))
         })
         .collect()
+}
+
+/// `w` simulated on `policy` with its schedule written to `path` as ftrace
+/// text (the layout of the guests' traces, for the same analyses).
+fn trace_sim(w: &Workload, policy: &str, path: &std::path::Path) -> Result<Report> {
+    use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
+    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut writer = TraceWriter::new(w, Box::new(std::io::BufWriter::new(file)), TraceFormat::Ftrace);
+    let report = simulate_observed(w, policy, &mut writer)?;
+    writer.finish(report.duration_ns).with_context(|| format!("writing {}", path.display()))?;
+    Ok(report)
 }
 
 /// The open.toml entries for an experiment that ran on their policy whose
