@@ -1051,6 +1051,36 @@ fn the_committed_validation_page_is_what_its_committed_runs_give() {
     assert!(digest == std::fs::read_to_string(docs.join("validation-runs.json")).unwrap());
 }
 
+#[test]
+fn validate_writes_each_simulation_with_its_kernels_costs_as_a_trace() {
+    let traces = tempfile::tempdir().unwrap();
+    let dir = traces.path().join("sims");
+    let (_out_dir, out) = validate_committed(
+        &["--sched", "cfs", "--trace-sims", dir.to_str().unwrap()],
+        &["validation.md", "validation-runs.json"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    // Three seeds of each experiment, the decision counts' included, and
+    // only the kernel's own model (not the others held against it).
+    assert!(names.iter().all(|n| n.starts_with("cfs-") && n.ends_with(".txt")), "{names:?}");
+    for exp in ["fork-burst", "fork-burst-4", "make-j4", "lat-ctx"] {
+        for seed in 1..=3 {
+            assert!(names.contains(&format!("cfs-{exp}-{seed}.txt")), "no cfs-{exp}-{seed}.txt in {names:?}");
+        }
+    }
+    // ftrace text as tracefs prints it: the children's forks, their
+    // switches and the balancer's moves, on the guest's 4 CPUs for
+    // fork-burst-4.
+    let text = std::fs::read_to_string(dir.join("cfs-fork-burst-4-1.txt")).unwrap();
+    assert!(text.starts_with("# tracer: nop"), "{}", &text[..200.min(text.len())]);
+    assert_eq!(text.matches("sched_wakeup_new: comm=child").count(), 200);
+    assert!(text.contains("sched_migrate_task: comm=child"));
+    assert!(text.contains("[003]"));
+}
+
 /// `validate --reuse-real ARGS` in a temporary directory holding copies of
 /// `docs_files` of docs/, with no kernel (--kernels names no directory):
 /// the directory and what validate did, which must not have panicked or
