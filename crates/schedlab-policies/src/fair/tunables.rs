@@ -76,8 +76,9 @@ impl Features {
             delay_zero: eevdf,
             sis_util: true,
             // "sched/fair: Proportional newidle balance" (v6.18), in the
-            // stable series by 6.1.192 and 6.12.117, the versions followed.
-            ni_random: true,
+            // stable series by 6.1.192 and 6.12.117, the versions followed,
+            // and on there: left off here (see crate::smp).
+            ni_random: false,
         }
     }
 
@@ -91,7 +92,7 @@ impl Features {
             ("SIS_UTIL", "a wakeup scans fewer CPUs for an idle one the busier the LLC is, none from 85% (6.0+)"),
             (
                 "NI_RANDOM",
-                "a CPU going idle balances with the odds its domain's past new-idle balances succeeded (6.18, 6.1.192, 6.12.117)",
+                "a CPU going idle balances with the odds its domain's past new-idle balances succeeded (6.18, 6.1.192, 6.12.117; off here, see docs/schedulers.md)",
             ),
         ];
         match v {

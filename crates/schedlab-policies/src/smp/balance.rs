@@ -277,10 +277,7 @@ impl Balancer {
         for level in 0..self.levels.len() {
             // NI_RANDOM: a 1024-sided die against 1 + the success rate; a
             // balance that runs counts its success at the inverse of its
-            // odds, so the rate stays that of every call. (Under TCG, with
-            // the domain at its boot-time 50%, the guests' traces show CPUs
-            // going idle beside a CPU with 2-13 fork-burst children waiting:
-            // sched_balance_newidle entered, sched_balance_rq not called.)
+            // odds, so the rate stays that of every call.
             let mut weight = 1;
             if self.tun.ni_random {
                 let d1k = self.rng.random::<u32>() % 1024;
