@@ -104,27 +104,6 @@ impl Pelt {
         copy.update(now);
         copy.avg
     }
-
-    /// se->avg.load_avg as its last update left it: the kernel updates an
-    /// entity when it is enqueued, dequeued, switched out or ticked while
-    /// running, and task_h_load reads it as it stands, so a task waiting
-    /// in a queue shows the average of its last switch.
-    pub fn last_avg(&self) -> u64 {
-        self.avg
-    }
-
-    /// init_entity_runnable_average: a new task is "seen as heavy" with
-    /// its full weight until an update that crosses a period recomputes
-    /// the average from its (empty) sum.
-    pub fn new_task(now: Nanos, weight: u64) -> Pelt {
-        Pelt { avg: weight, scale: weight, last_update: now, ..Pelt::default() }
-    }
-
-    /// Brings the sum to `now` at the current level (update_load_avg with
-    /// nothing changing: a tick, a switch out).
-    pub fn refresh(&mut self, now: Nanos) {
-        self.update(now);
-    }
 }
 
 #[cfg(test)]
@@ -132,19 +111,6 @@ mod tests {
     use super::*;
 
     const PERIOD_NS: Nanos = 1024 * 1024;
-
-    #[test]
-    fn a_new_task_is_heavy_until_an_update_crosses_a_period() {
-        let mut p = Pelt::new_task(5 * PERIOD_NS + 100, 1024);
-        assert_eq!(p.last_avg(), 1024);
-        // Runnable for less than what is left of the period: no average yet.
-        p.set(5 * PERIOD_NS + 100, 1, 1024);
-        p.refresh(5 * PERIOD_NS + 200_000);
-        assert_eq!(p.last_avg(), 1024);
-        // Past the boundary the average is the sum's: a few percent.
-        p.refresh(7 * PERIOD_NS);
-        assert!(p.last_avg() < 100, "{}", p.last_avg());
-    }
 
     #[test]
     fn decay_halves_every_32_periods() {

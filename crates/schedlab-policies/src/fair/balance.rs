@@ -78,8 +78,8 @@ impl LbQueues for Fair {
         out.sort_by_key(lru);
     }
 
-    fn task_load(&self, _sys: &Sys, t: TaskId) -> f64 {
-        let mut load = self.per_task[t as usize].pelt.last_avg() as f64;
+    fn task_load(&self, sys: &Sys, t: TaskId) -> f64 {
+        let mut load = self.per_task[t as usize].pelt.avg(sys.now) as f64;
         let mut rq = self.ents[self.per_task[t as usize].se as usize].rq;
         while let Some(parent) = self.parent_rq(rq) {
             let gse = self.rqs[rq as usize].se;

@@ -50,7 +50,6 @@ impl Policy for Fair {
             self.per_task.resize(t as usize + 1, FairTask { se: NONE, pos: NONE, pelt: Pelt::default() });
         }
         self.per_task[t as usize].se = se;
-        self.per_task[t as usize].pelt = Pelt::new_task(sys.now, self.ents[se as usize].weight);
         self.wakees.task_new(sys, t);
         self.patch_fork(sys, t, parent, se);
     }
@@ -183,9 +182,6 @@ impl Policy for Fair {
 
     fn put_prev(&mut self, sys: &mut Sys, _cpu: CpuId, t: TaskId, _runnable: bool) {
         self.put_prev_chain(sys, t);
-        // put_prev_entity's update_load_avg: what task_h_load will read
-        // while the task waits.
-        self.per_task[t as usize].pelt.refresh(sys.now);
     }
 
     fn account(&mut self, sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
@@ -227,8 +223,6 @@ impl Policy for Fair {
     }
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
-        // entity_tick's update_load_avg of the running task.
-        self.per_task[curr as usize].pelt.refresh(sys.now);
         if self.variant != Variant::Cfs {
             return;
         }
