@@ -27,6 +27,20 @@ fn config_value<'a>(config: &'a str, key: &str) -> Option<&'a str> {
     config.lines().find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
 }
 
+/// Whether this kernel is built with CONFIG_PREEMPTION: from its config,
+/// or else from debugfs's sched/preempt, which only PREEMPT_DYNAMIC builds
+/// have (PREEMPT_DYNAMIC selects PREEMPTION, whatever preempt= they boot
+/// with). None when neither says. It decides how a CPU going idle balances
+/// (detach_tasks stops after one task), which the fair models take as a
+/// tunable.
+pub fn preemptible_build() -> Option<bool> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").map(|s| s.trim().to_string()).ok()?;
+    match kernel_config(&release) {
+        Some(config) => Some(config_value(&config, "CONFIG_PREEMPTION") == Some("y")),
+        None => std::path::Path::new("/sys/kernel/debug/sched/preempt").exists().then_some(true),
+    }
+}
+
 /// HZ from how fast jiffies advance (/proc/timer_list, root only), for a
 /// kernel that publishes no config, as the guest kernels of `schedlab vm`:
 /// the count over 200 ms, rounded to the nearest HZ Kconfig offers.

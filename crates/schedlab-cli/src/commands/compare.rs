@@ -53,8 +53,11 @@ pub(crate) fn run(a: CompareArgs) -> Result<()> {
         );
     }
     program_opts.check_for_workload()?;
-    let w = load_workload(&common)?;
+    let mut w = load_workload(&common)?;
     let names = policy_names(sched, &w)?;
+    if host && let Some(note) = as_this_kernel_is_built(&mut w, &names, schedlab_host::info::preemptible_build()) {
+        eprintln!("schedlab: {note}");
+    }
     if let Some(at) = timeline_at
         && at >= w.duration
     {
@@ -259,6 +262,38 @@ fn preset_rows(
     rows
 }
 
+/// The fair models follow the guests' PREEMPT_VOLUNTARY builds, where a CPU
+/// going idle pulls the whole imbalance; a distribution kernel is built
+/// preemptible (PREEMPT_DYNAMIC) and pulls one task. Held against this
+/// machine's kernel, the models that know the build option are simulated as
+/// that kernel is built, unless the command line sets it: the note says so.
+fn as_this_kernel_is_built(
+    w: &mut schedlab_sim::Workload,
+    names: &[String],
+    preemptible: Option<bool>,
+) -> Option<String> {
+    const OPTION: &str = "CONFIG_PREEMPTION";
+    if preemptible != Some(true) || w.tunables.keys().any(|k| k == OPTION || k.ends_with(&format!(":{OPTION}"))) {
+        return None;
+    }
+    let mut bare = w.clone();
+    bare.tunables.clear();
+    let knowing: Vec<&String> = names
+        .iter()
+        .filter(|n| schedlab_policies::build(n, &bare).is_ok_and(|p| p.tunables().iter().any(|t| t.name == OPTION)))
+        .collect();
+    for n in &knowing {
+        w.tunables.insert(format!("{n}:{OPTION}"), 1);
+    }
+    (!knowing.is_empty()).then(|| {
+        format!(
+            "{} simulated as this machine's kernel is built, {OPTION}=1 (a CPU going idle pulls one task; \
+             --set {OPTION}=0 for the voluntary build the models are validated against)",
+            knowing.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,5 +312,28 @@ mod tests {
         // A program schedlab does not imitate has none.
         let a = program::ProgramArgs { program: words("make -j4"), ..Default::default() };
         assert!(preset_rows(&common, &a, &kernels, 2, None).is_empty());
+    }
+
+    #[test]
+    fn a_preemptible_host_kernel_is_simulated_as_built_unless_the_command_line_says() {
+        let load = || schedlab_sim::formats::input::load("fork-burst", &Default::default()).unwrap().workload;
+        let names = vec!["cfs".to_string(), "bmq".to_string(), "eevdf".to_string()];
+        let mut w = load();
+        let note = as_this_kernel_is_built(&mut w, &names, Some(true)).unwrap();
+        assert!(note.starts_with("cfs, eevdf simulated"), "{note}");
+        // bmq has no such option: only the fair models get it.
+        assert_eq!(w.tunables.get("cfs:CONFIG_PREEMPTION"), Some(&1));
+        assert_eq!(w.tunables.get("eevdf:CONFIG_PREEMPTION"), Some(&1));
+        assert_eq!(w.tunables.len(), 2);
+        // A voluntary build, an unknown one, or the option given: nothing.
+        for (preemptible, set) in [(Some(false), None), (None, None), (Some(true), Some("CONFIG_PREEMPTION"))] {
+            let mut w = load();
+            if let Some(k) = set {
+                w.tunables.insert(k.into(), 0);
+            }
+            let before = w.tunables.clone();
+            assert!(as_this_kernel_is_built(&mut w, &names, preemptible).is_none());
+            assert_eq!(w.tunables, before);
+        }
     }
 }
