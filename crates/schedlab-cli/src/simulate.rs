@@ -3,7 +3,7 @@
 //! the host runner.
 
 use crate::args::{Common, overrides};
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use rayon::prelude::*;
 use schedlab_sim::report::timeline::{Schedule, Timeline};
 use schedlab_sim::{Observer, Overrides, Report, Workload};
@@ -74,6 +74,34 @@ pub(crate) fn simulate_each(w: &Workload, names: &[String]) -> Result<Vec<Report
     names.par_iter().map(|n| simulate(w, n)).collect()
 }
 
+/// `w` simulated on `sched`, its schedule written to `path` as ftrace text
+/// as it runs (tracefs's layout, for the same tools and analyses as a real
+/// kernel's trace).
+pub(crate) fn simulate_to_ftrace(w: &Workload, sched: &str, path: &std::path::Path) -> Result<Report> {
+    use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("cannot create {}: check the directory exists and is writable", path.display()))?;
+    let mut writer = TraceWriter::new(w, Box::new(std::io::BufWriter::new(file)), TraceFormat::Ftrace);
+    let report = simulate_observed(w, sched, &mut writer)?;
+    writer.finish(report.duration_ns).with_context(|| format!("writing {}", path.display()))?;
+    Ok(report)
+}
+
+/// The tunables each of `names` knows, by their kernel names, whatever
+/// `w` sets.
+pub(crate) fn tunables_known(w: &Workload, names: &[String]) -> Vec<Vec<&'static str>> {
+    let mut bare = w.clone();
+    bare.tunables.clear();
+    names
+        .iter()
+        .map(|n| {
+            schedlab_policies::build(n, &bare)
+                .map(|p| p.tunables().iter().map(|t| t.name).collect())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 /// A simulated run whose events `observer` sees as they happen.
 pub(crate) fn simulate_observed<'w>(w: &'w Workload, sched: &str, observer: &'w mut dyn Observer) -> Result<Report> {
     let w = for_scheduler(w, sched);
@@ -111,16 +139,7 @@ pub(crate) fn policy_names(sched: Vec<String>, w: &Workload) -> Result<Vec<Strin
     if w.tunables.keys().all(|k| k.contains(':')) {
         return Ok(names);
     }
-    let mut bare = w.clone();
-    bare.tunables.clear();
-    let known: Vec<Vec<&'static str>> = names
-        .iter()
-        .map(|n| {
-            schedlab_policies::build(n, &bare)
-                .map(|p| p.tunables().iter().map(|t| t.name).collect())
-                .unwrap_or_default()
-        })
-        .collect();
+    let known = tunables_known(w, &names);
     for tunable in w.tunables.keys().filter(|k| !k.contains(':')) {
         let (have, lack): (Vec<_>, Vec<_>) = names.iter().zip(&known).partition(|(_, k)| k.contains(&tunable.as_str()));
         if !lack.is_empty() {

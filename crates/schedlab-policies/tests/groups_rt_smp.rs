@@ -559,7 +559,6 @@ program = [ { loop = "forever", body = [ { run = "200us" }, { sleep = "1ms" } ] 
 /// went idle while another CPU had work waiting.
 #[derive(Default)]
 struct NewIdle {
-    pulled: Vec<u32>,
     pull_at: Vec<(schedlab_sim::Nanos, u32)>,
     batches: Vec<u32>,
     idle_beside_waiting: u32,
@@ -568,9 +567,7 @@ struct NewIdle {
 impl schedlab_sim::Observer for NewIdle {
     fn event(&mut self, now: schedlab_sim::Nanos, sys: &schedlab_sim::Sys, ev: schedlab_sim::TraceEvent) {
         use schedlab_sim::{TaskState, TraceEvent};
-        let n = sys.nr_cpus as usize;
-        self.pulled.resize(n, 0);
-        self.pull_at.resize(n, (0, 0));
+        self.pull_at.resize(sys.nr_cpus as usize, (0, 0));
         match ev {
             TraceEvent::Migrate { to, .. } => {
                 let at = &mut self.pull_at[to as usize];

@@ -276,11 +276,11 @@ fn as_this_kernel_is_built(
     if preemptible != Some(true) || w.tunables.keys().any(|k| k == OPTION || k.ends_with(&format!(":{OPTION}"))) {
         return None;
     }
-    let mut bare = w.clone();
-    bare.tunables.clear();
     let knowing: Vec<&String> = names
         .iter()
-        .filter(|n| schedlab_policies::build(n, &bare).is_ok_and(|p| p.tunables().iter().any(|t| t.name == OPTION)))
+        .zip(crate::simulate::tunables_known(w, names))
+        .filter(|(_, known)| known.contains(&OPTION))
+        .map(|(n, _)| n)
         .collect();
     for n in &knowing {
         w.tunables.insert(format!("{n}:{OPTION}"), 1);

@@ -3,10 +3,9 @@
 use crate::args::{Common, overrides};
 use crate::output::structured_output;
 use crate::render;
-use crate::simulate::{policy_names, simulate_each, simulate_observed};
-use anyhow::{Context, Result, anyhow, bail};
+use crate::simulate::{policy_names, simulate_each, simulate_to_ftrace};
+use anyhow::{Result, anyhow, bail};
 use schedlab_sim::Report;
-use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
 use schedlab_sim::report::recorded;
 use std::path::Path;
 
@@ -29,13 +28,7 @@ pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool, trace_out: O
             let [name] = &names[..] else {
                 bail!("--trace-out writes one scheduler's schedule: give one --sched");
             };
-            let file = std::fs::File::create(out).with_context(|| {
-                format!("cannot create {}: check the directory exists and is writable", out.display())
-            })?;
-            let mut writer = TraceWriter::new(&w, Box::new(std::io::BufWriter::new(file)), TraceFormat::Ftrace);
-            let report = simulate_observed(&w, name, &mut writer)?;
-            writer.finish(report.duration_ns).with_context(|| format!("writing {}", out.display()))?;
-            reports.push(report);
+            reports.push(simulate_to_ftrace(&w, name, out)?);
         }
         None => reports.extend(simulate_each(&w, &names)?),
     }

@@ -121,7 +121,7 @@ pub(super) const MAX_PINNED_INTERVAL: Nanos = 512_000_000;
 
 impl Default for LbTunables {
     fn default() -> Self {
-        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32, sis_util: true, preemption: false, ni_random: true }
+        LbTunables { migration_cost_ns: 500_000, nr_migrate: 32, sis_util: true, preemption: false, ni_random: false }
     }
 }
 

@@ -51,7 +51,7 @@ mod tools;
 
 use crate::args::HostArgs;
 use crate::commands::vm::{self, VmArgs};
-use crate::simulate::{load_workload, simulate, simulate_observed};
+use crate::simulate::{load_workload, simulate, simulate_observed, simulate_to_ftrace};
 use anyhow::{Context, Result, bail};
 use digest::{Digest, KernelDigest, RunDigest};
 use experiments::*;
@@ -840,7 +840,7 @@ fn simulated(
                 // included: the runner's start is not simulated for them.
                 let w = beside(w);
                 if let Some(path) = &trace_to {
-                    trace_sim(&w, policy, path)?;
+                    simulate_to_ftrace(&w, policy, path)?;
                 }
                 return Ok(decision_figures(&simulate_decisions(&w, policy)?));
             }
@@ -850,23 +850,12 @@ fn simulated(
             });
             let w = beside(started.unwrap_or(w));
             let report = match &trace_to {
-                Some(path) => trace_sim(&w, policy, path)?,
+                Some(path) => simulate_to_ftrace(&w, policy, path)?,
                 None => simulate(&w, policy)?,
             };
             Ok(figures(exp, &report))
         })
         .collect()
-}
-
-/// `w` simulated on `policy` with its schedule written to `path` as ftrace
-/// text (the layout of the guests' traces, for the same analyses).
-fn trace_sim(w: &Workload, policy: &str, path: &std::path::Path) -> Result<Report> {
-    use schedlab_sim::formats::trace_out::{TraceFormat, TraceWriter};
-    let file = std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    let mut writer = TraceWriter::new(w, Box::new(std::io::BufWriter::new(file)), TraceFormat::Ftrace);
-    let report = simulate_observed(w, policy, &mut writer)?;
-    writer.finish(report.duration_ns).with_context(|| format!("writing {}", path.display()))?;
-    Ok(report)
 }
 
 /// The open.toml entries for an experiment that ran on their policy whose
