@@ -337,6 +337,19 @@ pub const FORK_CPU_US: &str = "fork_cpu_us";
 /// in a TCG guest: 80 us against calibrate's 60).
 pub const TIMER_WAKEUP_CPU_US: &str = "timer_wakeup_cpu_us";
 
+/// The extra figures of a host report that say how much CPU time a thread
+/// whose program only runs and yields (yield-hog's yielder) spent per
+/// sched_yield, beyond its run ops stretched as `cpu_beyond_work_pct`
+/// says (us, the median of such threads), and after how many of its
+/// yields it left its CPU (%, its involuntary switches per yield, the
+/// median): the call, and where it switched away, the switch back to it
+/// and the return. A simulation charges a yield `syscall` and the switch
+/// back `context_switch`; calibrate measures the first on a CPU with
+/// nothing else to run (a TCG guest: 3-4 us), where a yield that switches
+/// away cost the yielder 20-100 us more in the guests' runs.
+pub const YIELD_CPU_US: &str = "yield_cpu_us";
+pub const YIELD_SWITCHED_PCT: &str = "yield_switched_pct";
+
 /// The extra figures of a host report that split a timed sleep (where the
 /// trace has the sleepers' switches; us, the median of the run's sleeps
 /// that slept): from the thread's clock before clock_nanosleep() to its
@@ -461,6 +474,12 @@ fn runs_and_sleeps(program: &[Op]) -> bool {
     program.iter().any(crate::threads::timed_sleep) && runs_and(program, crate::threads::timed_sleep)
 }
 
+/// Whether a program only runs and yields, and yields: its thread's CPU
+/// clock is its work and its sched_yield calls.
+fn runs_and_yields(program: &[Op]) -> bool {
+    program.iter().any(|op| matches!(op, Op::Yield)) && runs_and(program, |op| matches!(op, Op::Yield))
+}
+
 /// Whether a program only runs, signals channels and waits on them, and
 /// waits: its thread's CPU clock is its work and its wakeups from a pipe
 /// read.
@@ -519,15 +538,46 @@ fn cpu_per_wakeup(
     beyond: Option<f64>,
     kind: fn(&[Op]) -> bool,
 ) -> Option<Nanos> {
-    let per_wakeup: Vec<Nanos> = results
+    cpu_per_event(w, results, beyond, kind, |r| r.wakeups)
+}
+
+/// A thread's CPU per event `count` counts, beyond its runs stretched by
+/// `beyond` (in ns, the median of the threads whose programs `kind`
+/// accepts and that had such events).
+fn cpu_per_event(
+    w: &Workload,
+    results: &[ThreadResult],
+    beyond: Option<f64>,
+    kind: fn(&[Op]) -> bool,
+    count: fn(&ThreadResult) -> u64,
+) -> Option<Nanos> {
+    let per_event: Vec<Nanos> = results
         .iter()
-        .filter(|r| r.wakeups > 0 && kind(&w.tasks[r.spec as usize].program))
+        .filter(|r| count(r) > 0 && kind(&w.tasks[r.spec as usize].program))
         .map(|r| {
             let runs = r.burnt as f64 * (1.0 + beyond.unwrap_or(0.0));
-            ((r.cpu_time as f64 - runs).max(0.0) / r.wakeups as f64).round() as Nanos
+            ((r.cpu_time as f64 - runs).max(0.0) / count(r) as f64).round() as Nanos
         })
         .collect();
-    (!per_wakeup.is_empty()).then(|| crate::calibrate::median(per_wakeup))
+    (!per_event.is_empty()).then(|| crate::calibrate::median(per_event))
+}
+
+/// `YIELD_CPU_US` (ns) and `YIELD_SWITCHED_PCT` of a run's yielders.
+fn yield_cost(w: &Workload, results: &[ThreadResult], beyond: Option<f64>) -> Option<(Nanos, f64)> {
+    let per_yield = cpu_per_event(w, results, beyond, runs_and_yields, |r| r.yields)?;
+    let switched: Vec<f64> = results
+        .iter()
+        .filter(|r| r.yields > 0 && runs_and_yields(&w.tasks[r.spec as usize].program))
+        .map(|r| (r.involuntary as f64 / r.yields as f64).min(1.0) * 100.0)
+        .collect();
+    Some((per_yield, median_f64(switched)))
+}
+
+/// The median of a non-empty list.
+fn median_f64(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 /// `CPU_BEYOND_WORK_PCT` (as a fraction) and `FORK_CPU_US` (in ns) of a
@@ -798,6 +848,7 @@ pub(crate) fn build_report(
     let timer_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_sleeps);
     let timer_split = trace.filter(|_| figures.is_some()).and_then(|ev| sleep_split(ev, &results, t0, stop));
     let wait_wakeup = cpu_per_wakeup(w, &results, beyond, runs_and_waits);
+    let yielded = yield_cost(w, &results, beyond);
     let signal_split = figures.as_ref().map(|f| {
         (waiters_median(w, &results, &f.before_waking, true), waiters_median(w, &results, &f.after_waking, false))
     });
@@ -857,6 +908,9 @@ pub(crate) fn build_report(
                         [(TIMER_CALL_US, call as f64 / 1e3), (TIMER_RETURN_US, ret as f64 / 1e3)]
                     }),
                 )
+                .chain(yielded.into_iter().flat_map(|(cpu, switched)| {
+                    [(YIELD_CPU_US, cpu as f64 / 1e3), (YIELD_SWITCHED_PCT, (switched * 10.0).round() / 10.0)]
+                }))
                 .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
                 .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
                 .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
@@ -1078,6 +1132,47 @@ program = [ { loop = "forever", body = [ { run = "1ms" }, { sleep = "1ms" } ] } 
         let (beyond, fork) = beyond_work(&w, &results[2..]);
         assert_eq!(beyond, None);
         assert_eq!(fork, Some((11 * ms + 200 * 300_000 - 10 * ms) / 200));
+    }
+
+    #[test]
+    fn a_yielders_cpu_per_yield_is_what_its_clock_holds_beyond_its_stretched_work() {
+        let w = Workload::from_toml(
+            r#"
+[[task]]
+name = "yielder"
+program = [ { loop = "forever", body = [ { run = "100us" }, { yield = true } ] } ]
+[[task]]
+name = "hog"
+program = [ { loop = "forever", body = [ { run = "10ms" } ] } ]
+"#,
+            "t.toml",
+            &Default::default(),
+        )
+        .unwrap();
+        let ms = 1_000_000;
+        // The hog's clock holds 2% more than it spun: the yielder's 70 ms
+        // of runs count 71.4 ms of it, and its 700 yields the other 28.6
+        // ms (40.9 us each); it was switched out at 350 of them.
+        let hog = ThreadResult { spec: 1, burnt: 2_000 * ms, cpu_time: 2_040 * ms, ..ThreadResult::default() };
+        let yielder = ThreadResult {
+            spec: 0,
+            burnt: 70 * ms,
+            cpu_time: 100 * ms,
+            yields: 700,
+            involuntary: 350,
+            ..ThreadResult::default()
+        };
+        let results = [yielder, hog];
+        let (beyond, _) = beyond_work(&w, &results);
+        assert_eq!(yield_cost(&w, &results, beyond), Some((40_857, 50.0)));
+        // A tick's preemption besides every yield's switch counts one
+        // switch a yield, not more.
+        let mut results = results;
+        results[0].involuntary = 800;
+        assert_eq!(yield_cost(&w, &results, beyond).map(|(_, s)| s), Some(100.0));
+        // A thread that never yields, or that also sleeps, says nothing.
+        results[0].yields = 0;
+        assert_eq!(yield_cost(&w, &results, beyond), None);
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub(crate) struct ThreadResult {
     pub(crate) burnt: Nanos,
     /// Threads it forked.
     pub(crate) forks: u64,
+    /// Times it called sched_yield.
+    pub(crate) yields: u64,
     /// CPU time the thread used before its start (creating it, setting its
     /// attributes, its starting counts): under MuQSS and Project C a forked
     /// thread spends it from the half slice it inherited.
@@ -491,7 +493,10 @@ pub(crate) fn run_program(sh: &Arc<Shared>, spec: u32, rng: &mut TaskRng, r: &mu
                     return false;
                 }
             }
-            Op::Yield => sys::sched_yield(),
+            Op::Yield => {
+                r.yields += 1;
+                sys::sched_yield();
+            }
             Op::Fork(child) => {
                 r.forks += 1;
                 if let Err(e) = spawn_task(sh, *child, false) {

@@ -97,6 +97,13 @@ pub(super) struct RunDigest {
     pub(super) cpu_beyond_work_pct: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) fork_cpu_us: Option<f64>,
+    /// A thread that only runs and yields: its CPU per sched_yield beyond
+    /// its work (us), and the share of its yields it left its CPU at (%;
+    /// runs booted since the runner measured them, 2026-11-28).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) yield_cpu_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) yield_switched_pct: Option<f64>,
     /// A thread that only runs and sleeps: its CPU per timed wakeup beyond
     /// its work (us), and how late the sleeps' timers fired on busy CPUs
     /// at `schedlab_host::tracing::SLEEP_PERCENTILES` (us): what a timed
@@ -169,6 +176,8 @@ impl RunDigest {
             thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
             fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
+            yield_cpu_us: r.extra_figure(schedlab_host::YIELD_CPU_US),
+            yield_switched_pct: r.extra_figure(schedlab_host::YIELD_SWITCHED_PCT),
             timer_wakeup_us: r.extra_figure(schedlab_host::TIMER_WAKEUP_CPU_US),
             timer_return_us: r.extra_figure(schedlab_host::TIMER_RETURN_US),
             sleep_timer_to_waking_us: r.extra_figure(schedlab_host::SLEEP_TIMER_TO_WAKING_US),

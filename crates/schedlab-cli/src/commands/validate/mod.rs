@@ -460,6 +460,7 @@ impl<'a> Kernel<'a> {
         let mut thread_exit = Vec::new();
         let (mut beyond_work, mut fork_cpu) = (Vec::new(), Vec::new());
         let (mut timer_wakeup, mut sleep_late) = (Vec::new(), Vec::new());
+        let (mut yield_cpu, mut yield_switched) = (Vec::new(), Vec::new());
         let (mut timer_return, mut timer_to_waking) = (Vec::new(), Vec::new());
         let (mut to_signal, mut after_signal, mut idle_wakeup) = (Vec::new(), Vec::new(), Vec::new());
         let mut preempt_wakeup = Vec::new();
@@ -500,6 +501,8 @@ impl<'a> Kernel<'a> {
             beyond_work.push(real.cpu_beyond_work_pct);
             fork_cpu.push(real.fork_cpu_us);
             timer_wakeup.push(real.timer_wakeup_us);
+            yield_cpu.push(real.yield_cpu_us);
+            yield_switched.push(real.yield_switched_pct);
             sleep_late.push(real.sleep_timer_late_us.clone());
             timer_return.push(real.timer_return_us);
             timer_to_waking.push(real.sleep_timer_to_waking_us);
@@ -543,6 +546,9 @@ impl<'a> Kernel<'a> {
             // a run.
             run_stretch: median_of_every(beyond_work, 1e4).filter(|&s| s > 0),
             fork: median_of_every(fork_cpu, 1e3),
+            // Runs booted since the runner counted its yields (2026-11-28).
+            yield_cost: median_of_every(yield_cpu, 1e3)
+                .zip(median_of_every(yield_switched, 1.0).map(|pct| pct as f64 / 100.0)),
             // Runs booted since the runner measured them (2026-11-27),
             // where threads slept on timers: what a timed wakeup cost them
             // and how late it came.
@@ -659,6 +665,9 @@ struct Start {
     run_stretch: Option<u64>,
     /// A forking thread's CPU time per fork.
     fork: Option<u64>,
+    /// A yielder's CPU time per sched_yield beyond its work, and the share
+    /// of its yields it left its CPU at.
+    yield_cost: Option<(u64, f64)>,
     /// A thread's CPU time per timed wakeup, beyond its work.
     timer_wakeup: Option<u64>,
     /// A pipe reader's run split at the wakeup it sends: from its switch-in
@@ -775,6 +784,15 @@ fn simulated(
             }
             if let Some(fork) = guest.and_then(|g| g.start.fork) {
                 w.machine.costs.fork = fork;
+            }
+            // A yield as the runs' yielders paid it: calibrate's sched_yield
+            // has nothing to switch to (3-4 us under TCG), where one that
+            // switches away cost the yielder 20-100 us more in the runs.
+            // The simulation charges the switch back to it as
+            // `context_switch`, so a yield pays the rest.
+            if let Some((cpu, switched)) = guest.and_then(|g| g.start.yield_cost) {
+                let switch_back = (w.machine.costs.context_switch as f64 * switched) as u64;
+                w.machine.costs.syscall = w.machine.costs.syscall.max(cpu.saturating_sub(switch_back));
             }
             // A timed wakeup as the runs' threads paid it (one that
             // preempts a busy CPU costs more than calibrate's on an idle

@@ -85,7 +85,11 @@ pub(super) fn page(
          trace): the CPU time the guest charged to threads that only run beyond what they spun for (`cpu_beyond_work_pct`: \
          interrupts, a vCPU its host did not run; as `run_stretch`, per millisecond of a run) and a \
          forking thread's CPU time per fork in the runner (`fork_cpu_us`, as `fork`, in place of \
-         calibrate's bare clone). Where threads sleep on timers (runs booted since the runner measured them, 2026-11-27), it \
+         calibrate's bare clone). Since the runs of yield-hog booted 2026-11-28 (the runner that counts a \
+         thread's yields), a sched_yield costs what the runs' yielder paid per yield beyond its work \
+         (`yield_cpu_us`, as `syscall` less the `context_switch` back to it, after the share of its \
+         yields that switched away, `yield_switched_pct`): calibrate's yield has nothing to switch to. \
+         Where threads sleep on timers (runs booted since the runner measured them, 2026-11-27), it \
          charges a timed wakeup what the runs' threads paid for one beyond their work (`timer_wakeup_cpu_us`, \
          as `timer_wakeup`: a wakeup that preempts a busy CPU costs more than calibrate's on an idle one) \
          and draws each timer's lateness from the quantiles of the runs' sleep timers that fired on a busy \
@@ -328,6 +332,9 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
         let paid: Vec<String> = [
             row.start.run_stretch.map(|s| format!("{:.1}% of a run beyond its work", s as f64 / 1e4)),
             row.start.fork.map(|f| format!("{:.0} µs a fork", f as f64 / 1e3)),
+            row.start.yield_cost.map(|(cpu, switched)| {
+                format!("{:.0} µs a sched_yield ({:.0}% switched away)", cpu as f64 / 1e3, switched * 100.0)
+            }),
             row.start.thread_exit.map(|e| format!("{:.0} µs an exit", e as f64 / 1e3)),
             row.start.timer_wakeup.map(|t| format!("{:.0} µs a timed wakeup", t as f64 / 1e3)),
             row.start.timer_to_waking.map(|t| format!("{:.0} µs from a sleep's expiry to its wakeup", t as f64 / 1e3)),
