@@ -607,6 +607,15 @@ fn beyond_work(w: &Workload, results: &[ThreadResult]) -> (Option<f64>, Option<N
 pub const CONTROLLER_CPU_BEFORE_SPAWN: &str = "controller_cpu_before_spawn_ms";
 pub const CONTROLLER_STAT_PRIORITY: &str = "controller_stat_priority";
 
+/// The extra figure of a host report that says how much CPU time the
+/// runner's controller spent per task thread it created (us, from its
+/// first creation to its last): Project C and MuQSS halve a forker's slice
+/// at each clone (sched_fork, wake_up_new_task), so a thread starts with
+/// half of what the controller had left after the one before; a
+/// simulation of the runner's start charges its controller that much a
+/// thread.
+pub const CONTROLLER_CPU_PER_SPAWN: &str = "controller_cpu_per_spawn_us";
+
 /// The extra figures of a host report that say how late the kernel's
 /// hrtimers fired during the run (median and 90th percentile, us; see
 /// `tracing::TimerLateness`): present where the run was traced and the
@@ -920,6 +929,10 @@ pub(crate) fn build_report(
                 .chain(preempt_wakeup.map(|t| (PREEMPT_WAKEUP_P50, t as f64 / 1e3)))
                 .chain(std::iter::once((CONTROLLER_CPU_BEFORE_SPAWN, sh.controller_cpu_before_spawn as f64 / 1e6)))
                 .chain(sh.controller_stat_priority.map(|p| (CONTROLLER_STAT_PRIORITY, p as f64)))
+                .chain(std::iter::once((
+                    CONTROLLER_CPU_PER_SPAWN,
+                    sh.controller_cpu_per_spawn.load(Ordering::SeqCst) as f64 / 1e3,
+                )))
                 .chain(
                     timers
                         .into_iter()

@@ -135,6 +135,12 @@ pub(crate) struct Shared {
     /// simulation's start deboosts BMQ's forker as it did the real one.
     pub(crate) controller_cpu_before_spawn: Nanos,
     pub(crate) controller_stat_priority: Option<i64>,
+    /// The controller's CPU time per task thread it created, from the
+    /// first creation to the last (ns; 0 until they are all created): a
+    /// clone and what the runner does around it. Project C and MuQSS
+    /// halve the forker's slice at each clone, so what it spends between
+    /// two is what decides the halves its threads start with.
+    pub(crate) controller_cpu_per_spawn: AtomicU64,
     /// A sched trace records the run: it counts each thread's migrations
     /// and run delay, and the threads read nothing from /proc.
     pub(crate) traced: bool,
@@ -590,6 +596,7 @@ pub(crate) fn start_threads(
         thread_limit: limit,
         controller_cpu_before_spawn,
         controller_stat_priority,
+        controller_cpu_per_spawn: AtomicU64::new(0),
         traced,
     });
     let mut spawned = 0;
@@ -601,6 +608,10 @@ pub(crate) fn start_threads(
             break;
         }
         spawned += 1;
+    }
+    if spawned > 0 {
+        let per_spawn = sys::thread_cpu_time().saturating_sub(controller_cpu_before_spawn) / spawned as u64;
+        sh.controller_cpu_per_spawn.store(per_spawn, Ordering::SeqCst);
     }
     Ok((sh, spawned))
 }

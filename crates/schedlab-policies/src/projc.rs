@@ -28,7 +28,8 @@
 //! used up gets a new slice (and BMQ's deboost, PDS's new deadline) then.
 //! A fork halves the parent's remaining slice and gives the other half to
 //! the child (a full slice, and a resched of the parent, when that half is
-//! below RESCHED_NS). A waking task preempts when it is now the first in
+//! below RESCHED_NS); the slice halved is the one update_curr left at the
+//! parent's last tick or switch, as sched_fork does not update it. A waking task preempts when it is now the first in
 //! the queue. select_task_rq prefers an idle core whose SMT siblings are all
 //! idle, then any idle CPU, then a CPU whose highest queued priority
 //! (watermark) is below the task's, then any allowed CPU, each through
@@ -93,6 +94,10 @@ pub struct ProjectC {
     /// One queue per CPU; the running task stays in its queue.
     rqs: KeyedQueues,
     curr: Vec<Option<TaskId>>,
+    /// Per CPU, the CPU time charged to its running task since the kernel
+    /// last ran update_curr for it (the tick, __schedule): sched_fork
+    /// halves time_slice as update_curr left it, without this.
+    since_update: Vec<i64>,
     timers: SliceTimers,
     order: Vec<Vec<CpuId>>,
     pub boosts: u64,
@@ -147,6 +152,7 @@ impl ProjectC {
             tasks: Vec::with_capacity(w.initial_tasks() as usize),
             rqs: KeyedQueues::new(n),
             curr: vec![None; n],
+            since_update: vec![0; n],
             timers: SliceTimers::new(n as u32, 2 << 56),
             order: Vec::new(),
             boosts: 0,
@@ -316,13 +322,20 @@ impl Policy for ProjectC {
             self.tasks.resize(t as usize + 1, Task::default());
         }
         self.tasks[t as usize].time_slice = self.timeslice;
-        // sched_fork: the parent's slice is shared with the child.
+        // sched_fork: the parent's slice is shared with the child, as
+        // update_curr last left it (sched_fork does not call it: the CPU
+        // the parent spent since its last tick or switch comes off its
+        // half at the next one). A forker that clones many times within a
+        // tick halves 4, 2, 1, 0.5 ms... whatever it spends in between
+        // (the runner's controller: 200 us a clone in a TCG guest, where
+        // its threads' first turns are exact halves of a slice).
         if let Some(p) = parent
             && let cpu = sys.task(p).cpu
             && self.curr[cpu as usize] == Some(p)
         {
-            let half = self.tasks[p as usize].time_slice / 2;
-            self.tasks[p as usize].time_slice = half;
+            let unaccounted = self.since_update[cpu as usize];
+            let half = (self.tasks[p as usize].time_slice + unaccounted) / 2;
+            self.tasks[p as usize].time_slice = half - unaccounted;
             self.timers.arm(sys, cpu, sys.now + half.max(0) as Nanos);
             if half < RESCHED_NS {
                 sys.resched(cpu);
@@ -381,6 +394,9 @@ impl Policy for ProjectC {
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
+        // __schedule: check_curr's update_curr for prev; next starts from
+        // its last_ran = now.
+        self.since_update[cpu as usize] = 0;
         let prev = self.curr[cpu as usize].take();
         if let Some(p) = prev
             && sys.task(p).state == TaskState::Runnable
@@ -410,11 +426,14 @@ impl Policy for ProjectC {
         }
     }
 
-    fn account(&mut self, _sys: &mut Sys, _cpu: CpuId, t: TaskId, delta: Nanos) {
+    fn account(&mut self, _sys: &mut Sys, cpu: CpuId, t: TaskId, delta: Nanos) {
         self.tasks[t as usize].time_slice -= delta as i64;
+        self.since_update[cpu as usize] += delta as i64;
     }
 
     fn tick(&mut self, sys: &mut Sys, cpu: CpuId, curr: TaskId) {
+        // scheduler_task_tick's update_curr.
+        self.since_update[cpu as usize] = 0;
         if self.tasks[curr as usize].time_slice < RESCHED_NS {
             sys.resched(cpu);
         }

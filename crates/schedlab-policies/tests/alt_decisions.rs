@@ -701,3 +701,62 @@ program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
     let eevdf = run_checked(&w, "eevdf").totals.context_switches_per_sec;
     assert!(eevdf < 300.0, "eevdf switches less: {eevdf}");
 }
+
+/// Each task's first turn (switch-in to its first switch-out), by task id.
+#[derive(Default)]
+struct FirstTurns {
+    running: std::collections::HashMap<u32, u64>,
+    first: std::collections::BTreeMap<u32, u64>,
+}
+
+impl schedlab_sim::Observer for FirstTurns {
+    fn event(&mut self, now: u64, _: &schedlab_sim::Sys, ev: schedlab_sim::TraceEvent) {
+        if let schedlab_sim::TraceEvent::Switch { prev, next, .. } = ev {
+            if let Some(p) = prev
+                && let Some(since) = self.running.remove(&p)
+            {
+                self.first.entry(p).or_insert(now - since);
+            }
+            if let Some(n) = next
+                && !self.first.contains_key(&n)
+            {
+                self.running.insert(n, now);
+            }
+        }
+    }
+}
+
+#[test]
+fn project_c_halves_a_forkers_slice_as_its_last_tick_left_it() {
+    // sched_fork halves rq->curr->time_slice without update_curr: a task
+    // that forks five times, 200 us apart, within one tick gives its
+    // children 2, 1, 0.5, 0.25 and 0.125 ms of the 4 ms slice it was last
+    // charged at, not halves of what it has left (2.0, 0.87 and 0.35 ms,
+    // then a full slice and the forker rescheduled). The runner's controller forks so in the
+    // guests, whose 1024 spinners' first turns are 2.1, 1.0, 0.5 and 0.2 ms.
+    let w = workload(
+        r#"
+duration = "200ms"
+[machine]
+cpus = 1
+[[task]]
+name = "forker"
+program = [ { loop = 5, body = [ { run = "200us" }, { fork = "child" } ] }, { sleep = "1s" } ]
+[[task]]
+name = "child"
+template = true
+program = [ { run = "10ms" }, { exit = true } ]
+"#,
+    );
+    for sched in ["bmq", "pds"] {
+        let mut turns = FirstTurns::default();
+        schedlab_policies::simulate_observed(&w, sched, &mut turns).unwrap();
+        // Task 0 is the forker; 1..=5 its children, in order.
+        let children: Vec<u64> = (1..=5).map(|t| turns.first[&t] / 1000).collect();
+        let slice_ns: u64 = 4 << 20;
+        let want: Vec<u64> = (1..=5).map(|k| (slice_ns >> k) / 1000).collect();
+        for (got, want) in children.iter().zip(&want) {
+            assert!(got.abs_diff(*want) <= 2, "{sched}: children's first turns {children:?} us, want {want:?}");
+        }
+    }
+}
