@@ -294,6 +294,14 @@ pub use schedlab_sim::report::OTHER_TASKS_CPU_PCT;
 /// start-up work, which a simulation of the workload does not have.
 pub const CPU_BEFORE_START_P50: &str = "thread_cpu_before_start_p50_us";
 
+/// The extra figure of a host report that says how many times a task
+/// thread released by the start gate went to sleep before t0, at the
+/// median (its voluntary switches: the gate, the sleep to t0, and any wait
+/// while it was created): Project C's BMQ boosts a task a level at each
+/// (sched_task_deactivate), so a thread starts t0 as many levels up from
+/// the boost_prio it inherited.
+pub const SLEEPS_BEFORE_START_P50: &str = "thread_sleeps_before_start_p50";
+
 /// The extra figure of a host report that says how much of that CPU time a
 /// task thread had used when it arrived at the start gate (its creation
 /// and attributes), at the median (us); the rest it used after the gate
@@ -904,6 +912,10 @@ pub(crate) fn build_report(
                     CPU_BEFORE_START_P50,
                     crate::calibrate::median(results.iter().map(|r| r.cpu_before_start).collect()) as f64 / 1e3,
                 )))
+                .chain({
+                    let sleeps: Vec<Nanos> = results.iter().filter_map(|r| r.sleeps_before_start).collect();
+                    (!sleeps.is_empty()).then(|| (SLEEPS_BEFORE_START_P50, crate::calibrate::median(sleeps) as f64))
+                })
                 .chain(std::iter::once((
                     CPU_AT_GATE_P50,
                     crate::calibrate::median(results.iter().map(|r| r.cpu_at_gate).collect()) as f64 / 1e3,

@@ -63,6 +63,10 @@ pub(crate) struct ThreadResult {
     /// Of that, what it had used when it arrived at the start gate (its
     /// creation and attributes; the rest is its stack and counts after).
     pub(crate) cpu_at_gate: Nanos,
+    /// A thread released by the start gate: how many times it went to
+    /// sleep before t0 (its voluntary switches then: the gate, the sleep to
+    /// t0 and any wait of its creation). BMQ boosts a task at each.
+    pub(crate) sleeps_before_start: Option<u64>,
     /// Its timed sleeps that slept, as many as the room its controller
     /// made ([`sleep_stamps_room`]): its clock before the call and after
     /// the return, which the trace's switches split into the call, the
@@ -361,6 +365,7 @@ pub(crate) fn task_thread(sh: &Arc<Shared>, start_as: &TaskStart, name: &str, sl
     };
     let cpu0 = sys::thread_cpu_time();
     let ru0 = sys::thread_rusage();
+    r.sleeps_before_start = at_barrier.then_some(ru0.voluntary);
     r.tid = tid;
     r.created = start.saturating_sub(t0);
     r.cpu_before_start = cpu_before_start;

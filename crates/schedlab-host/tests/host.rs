@@ -132,6 +132,12 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     // What the runner did before the start is measured, not counted in the run.
     let before = r.extra_figure("thread_cpu_before_start_p50_us");
     assert!(before.is_some_and(|us| us > 0.0), "the threads' CPU time before the start: {before:?}");
+    // Each slept at the gate and until t0, at least; the controller spent
+    // CPU creating each.
+    let sleeps = r.extra_figure("thread_sleeps_before_start_p50");
+    assert!(sleeps.is_some_and(|n| n >= 2.0), "sleeps before the start: {sleeps:?}");
+    let per_spawn = r.extra_figure("controller_cpu_per_spawn_us");
+    assert!(per_spawn.is_some_and(|us| us > 0.0), "the controller's CPU a thread: {per_spawn:?}");
     let host = r.host.as_ref().expect("host info");
     assert!(!host.kernel_release.is_empty());
     if host.tracing.starts_with("tracefs instance") {
