@@ -618,10 +618,11 @@ pub const CONTROLLER_STAT_PRIORITY: &str = "controller_stat_priority";
 /// The extra figure of a host report that says how much CPU time the
 /// runner's controller spent per task thread it created (us, from its
 /// first creation to its last): Project C and MuQSS halve a forker's slice
-/// at each clone (sched_fork, wake_up_new_task), so a thread starts with
-/// half of what the controller had left after the one before; a
-/// simulation of the runner's start charges its controller that much a
-/// thread.
+/// at each clone (sched_fork, wake_up_new_task), MuQSS net of the CPU the
+/// forker spent since its last tick and Project C not (its sched_fork
+/// halves the slice as the last update_curr left it), so this says how
+/// far apart in a slice the threads' halves were taken. Read beside the
+/// threads' first turns; no simulation takes it.
 pub const CONTROLLER_CPU_PER_SPAWN: &str = "controller_cpu_per_spawn_us";
 
 /// The extra figures of a host report that say how late the kernel's
@@ -1195,7 +1196,7 @@ program = [ { loop = "forever", body = [ { run = "10ms" } ] } ]
         let mut results = results;
         results[0].involuntary = 800;
         assert_eq!(yield_cost(&w, &results, beyond).map(|(_, s)| s), Some(100.0));
-        // A thread that never yields, or that also sleeps, says nothing.
+        // A thread that never yielded says nothing.
         results[0].yields = 0;
         assert_eq!(yield_cost(&w, &results, beyond), None);
     }
