@@ -249,8 +249,17 @@ fn open_gate_and_wait(sh: &Shared, duration: Nanos, spawned: u32, failed: bool) 
     let end = t0 + duration;
     sh.end.store(end, Ordering::SeqCst);
     sh.go.open();
-    while sys::now() < t0 && signals::received().is_none() {
-        sys::sleep_until(t0);
+    // The machine's counts are read before t0, not at it: the controller
+    // is a SCHED_FIFO thread, and reading /proc/stat took a TCG guest's
+    // controller 2-3 ms, during which it held a CPU from t0 that the
+    // workload's threads, all waking then, would otherwise have had
+    // (fork-burst's first children all queued beside their parent, five of
+    // jitter's six stress-ng workers woke on the other CPU). Its threads
+    // are all asleep until t0 by then, and /proc/stat counts in 10 ms
+    // units anyway.
+    let stat_at = t0.saturating_sub(STAT_LEAD_NS);
+    while sys::now() < stat_at && signals::received().is_none() {
+        sys::sleep_until(stat_at);
     }
     let stat0 = sys::cpu_times();
     if !failed {
@@ -348,5 +357,10 @@ fn collect_trace(
 /// 0.096-0.097% each, 1/1024 of the CPU (tt's 0.087%, as before the
 /// change; cacule's 0.05-0.09%, which moves from boot to boot).
 const START_MARGIN_NS: u64 = 20_000_000;
+
+/// How long before t0 the controller reads the machine's starting counts:
+/// more than the 2-3 ms the read takes a TCG guest, less than the margin
+/// the threads have to fall asleep until t0.
+const STAT_LEAD_NS: u64 = 10_000_000;
 
 const START_MARGIN_PER_THREAD_NS: u64 = 1_000_000;
