@@ -573,19 +573,15 @@ fn cpu_per_event(
 /// `YIELD_CPU_US` (ns) and `YIELD_SWITCHED_PCT` of a run's yielders.
 fn yield_cost(w: &Workload, results: &[ThreadResult], beyond: Option<f64>) -> Option<(Nanos, f64)> {
     let per_yield = cpu_per_event(w, results, beyond, runs_and_yields, |r| r.yields)?;
-    let switched: Vec<f64> = results
+    // Each yielder's involuntary switches per yield, in tenths of a
+    // percent (a tick's preemption beside every yield's switch is still one
+    // a yield), at the median as the report's other per-thread figures.
+    let switched: Vec<u64> = results
         .iter()
         .filter(|r| r.yields > 0 && runs_and_yields(&w.tasks[r.spec as usize].program))
-        .map(|r| (r.involuntary as f64 / r.yields as f64).min(1.0) * 100.0)
+        .map(|r| (r.involuntary.min(r.yields) * 1000 + r.yields / 2) / r.yields)
         .collect();
-    Some((per_yield, median_f64(switched)))
-}
-
-/// The median of a non-empty list.
-fn median_f64(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    Some((per_yield, crate::calibrate::median(switched) as f64 / 10.0))
 }
 
 /// `CPU_BEYOND_WORK_PCT` (as a fraction) and `FORK_CPU_US` (in ns) of a
@@ -930,9 +926,11 @@ pub(crate) fn build_report(
                         [(TIMER_CALL_US, call as f64 / 1e3), (TIMER_RETURN_US, ret as f64 / 1e3)]
                     }),
                 )
-                .chain(yielded.into_iter().flat_map(|(cpu, switched)| {
-                    [(YIELD_CPU_US, cpu as f64 / 1e3), (YIELD_SWITCHED_PCT, (switched * 10.0).round() / 10.0)]
-                }))
+                .chain(
+                    yielded
+                        .into_iter()
+                        .flat_map(|(cpu, switched)| [(YIELD_CPU_US, cpu as f64 / 1e3), (YIELD_SWITCHED_PCT, switched)]),
+                )
                 .chain(wait_wakeup.map(|t| (WAIT_WAKEUP_CPU_US, t as f64 / 1e3)))
                 .chain(to_signal.map(|t| (WAIT_RUN_TO_SIGNAL_US, t as f64 / 1e3)))
                 .chain(after_signal.map(|t| (WAIT_SIGNAL_TO_SWITCH_US, t as f64 / 1e3)))
