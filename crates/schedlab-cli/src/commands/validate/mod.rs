@@ -547,8 +547,10 @@ impl<'a> Kernel<'a> {
             run_stretch: median_of_every(beyond_work, 1e4).filter(|&s| s > 0),
             fork: median_of_every(fork_cpu, 1e3),
             // Runs booted since the runner counted its yields (2026-11-28).
+            // The switched share is kept to a tenth of a percent (the
+            // runner's own resolution), not truncated to a whole one.
             yield_cost: median_of_every(yield_cpu, 1e3)
-                .zip(median_of_every(yield_switched, 1.0).map(|pct| pct as f64 / 100.0)),
+                .zip(median_of_every(yield_switched, 10.0).map(|tenths| tenths as f64 / 1000.0)),
             // Runs booted since the runner measured them (2026-11-27),
             // where threads slept on timers: what a timed wakeup cost them
             // and how late it came.
