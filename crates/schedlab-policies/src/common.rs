@@ -79,8 +79,9 @@ pub fn nearest(sys: &Sys, from: CpuId, candidates: impl Iterator<Item = CpuId>) 
     candidates.min_by_key(|&c| (locality(sys, from, c), (c + sys.nr_cpus - from) % sys.nr_cpus))
 }
 
-/// One-shot timers per CPU that end a slice exactly (hrtick): arming a new
-/// one invalidates the old through an epoch in the token.
+/// One-shot hrtimers per CPU that end a slice (hrtick), as late as the
+/// machine's timers fire: arming a new one invalidates the old through an
+/// epoch in the token.
 pub struct SliceTimers {
     epoch: Vec<u32>,
     tag: u64,
@@ -95,7 +96,7 @@ impl SliceTimers {
     pub fn arm(&mut self, sys: &mut Sys, cpu: CpuId, at: Nanos) {
         let e = &mut self.epoch[cpu as usize];
         *e = e.wrapping_add(1);
-        sys.arm_timer(at, self.tag | ((cpu as u64) << 32) | *e as u64);
+        sys.arm_hrtimer(at, self.tag | ((cpu as u64) << 32) | *e as u64);
     }
 
     pub fn cancel(&mut self, cpu: CpuId) {

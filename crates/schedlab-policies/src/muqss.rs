@@ -49,9 +49,10 @@
 //!   turns on both CPUs (0.57-0.74 s of a traced boot), which the model does
 //!   not produce: what brought those guests' niffies back within a slice of
 //!   each other was not found.
-//! - Slices end exactly with hrexpiry (a high-resolution timer, armed
-//!   US_TO_NS(time_slice) ahead) unless the tick finds them used up first
-//!   on the CPU's niffies.
+//! - Slices end with hrexpiry (a high-resolution timer, armed
+//!   US_TO_NS(time_slice) ahead, which fires as late as the machine's
+//!   timers do) unless the tick finds them used up first on the CPU's
+//!   niffies.
 //! - wake_up_new_task: the child stays on the forking CPU's runqueue (no
 //!   select_best_rq), starts with its parent's deadline and half its slice
 //!   (the parent's hrexpiry is armed again for its half); a parent left
@@ -394,8 +395,9 @@ impl Policy for Muqss {
                 self.rqs.remove(n);
                 self.last_ran[n as usize] = niffies;
                 self.dl.set_curr(sys, cpu, n);
-                // hrexpiry: the slice ends exactly, US_TO_NS(time_slice)
-                // from now (6144 "us" of a 6 ms rr_interval are 6.29 ms).
+                // hrexpiry: the slice ends US_TO_NS(time_slice) from now
+                // (6144 "us" of a 6 ms rr_interval are 6.29 ms), when the
+                // hrtimer fires.
                 self.timers.arm(sys, cpu, sys.now + us_to_ns(self.dl.time_slice(n)));
             }
             None => self.timers.cancel(cpu),

@@ -760,3 +760,40 @@ program = [ { run = "10ms" }, { exit = true } ]
         }
     }
 }
+
+#[test]
+fn project_c_and_muqss_end_a_slice_when_their_hrtick_fires_late() {
+    // Two hogs on one CPU: Project C ends each 4 ms slice (4 << 20 ns) and
+    // MuQSS each 6 ms one (rr_interval, in its 1024 ns microseconds) at an
+    // hrtimer between ticks. An hrtimer fires late by the machine's timer
+    // latency, as a task's sleep does (a pds-6.12 TCG guest's hrtick: 41 us
+    // at the median, 90 us at the 90th percentile); a turn is that much
+    // longer. 0 by default: the slice exactly.
+    let hogs = |costs: &str| {
+        workload(&format!(
+            r#"
+duration = "2s"
+[machine]
+cpus = 1
+costs = {{ context_switch = "0ns", {costs} }}
+[[task]]
+name = "hog"
+count = 2
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+"#
+        ))
+    };
+    for (sched, slice_ns) in [("pds", 4 << 20), ("bmq", 4 << 20), ("muqss", 6000 * 1024)] {
+        let turn = |costs: &str| {
+            let r = run_checked(&hogs(costs), sched);
+            assert_conservation(&r);
+            r.runtime_per_switch.p50
+        };
+        let exact = turn("timer_latency = \"0ns\"");
+        let late = turn("timer_latency = \"300us\"");
+        // The histogram's p50 is a bucket's upper edge (within 1/64).
+        let within = |got: u64, want: u64| (got as f64 - want as f64).abs() <= want as f64 / 32.0;
+        assert!(within(exact, slice_ns), "{sched}: turns of {exact} ns with an exact hrtick, slice {slice_ns}");
+        assert!(within(late, slice_ns + 300_000), "{sched}: turns of {late} ns with the hrtick 300 us late");
+    }
+}

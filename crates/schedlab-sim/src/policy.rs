@@ -107,7 +107,7 @@ pub struct Sys {
     pub groups: Vec<GroupSpec>,
     pub(crate) resched: Vec<CpuId>,
     pub(crate) resched_mask: Vec<bool>,
-    pub(crate) timers: Vec<(Nanos, u64)>,
+    pub(crate) timers: Vec<(Nanos, u64, bool)>,
     pub(crate) migrations: u64,
     /// Queued tasks the policy moved (task, from, to), for the observer.
     pub(crate) moved: Vec<(TaskId, CpuId, CpuId)>,
@@ -315,7 +315,15 @@ impl Sys {
 
     /// Call `Policy::timer(token)` at time `at`.
     pub fn arm_timer(&mut self, at: Nanos, token: u64) {
-        self.timers.push((at.max(self.now), token));
+        self.timers.push((at.max(self.now), token, false));
+    }
+
+    /// Call `Policy::timer(token)` when an hrtimer the kernel arms for `at`
+    /// fires (a slice's end: Project C's hrtick, MuQSS's hrexpiry): late by
+    /// the machine's timer latency, as a task's timer is (none by default;
+    /// a TCG guest's hrtick fires tens of microseconds late).
+    pub fn arm_hrtimer(&mut self, at: Nanos, token: u64) {
+        self.timers.push((at.max(self.now), token, true));
     }
 }
 

@@ -238,6 +238,8 @@ pub struct Engine<'w> {
     switches: u64,
     last_exit: Nanos,
     opts: EngineOptions,
+    /// Draws the lateness of the policy's hrtimers.
+    timer_rng: Pcg64Mcg,
     observer: Option<&'w mut dyn Observer>,
     error: Option<SimError>,
     /// The counts where the report's window opened, if it opens late.
@@ -272,6 +274,7 @@ impl<'w> Engine<'w> {
             switches: 0,
             last_exit: 0,
             opts,
+            timer_rng: Pcg64Mcg::seed_from_u64(w.seed ^ 0x6872_7469_636b),
             observer: None,
             error: None,
             baseline: None,
@@ -489,8 +492,9 @@ impl<'w> Engine<'w> {
     fn drain_requests(&mut self) {
         self.observe_moves();
         loop {
-            for (at, token) in std::mem::take(&mut self.sys.timers) {
-                self.push(at, Kind::PolicyTimer(token));
+            for (at, token, hrtimer) in std::mem::take(&mut self.sys.timers) {
+                let late = if hrtimer { self.w.machine.costs.timer_latency.sample(&mut self.timer_rng) } else { 0 };
+                self.push(at.saturating_add(late), Kind::PolicyTimer(token));
             }
             let Some(cpu) = self.sys.resched.pop() else {
                 break;

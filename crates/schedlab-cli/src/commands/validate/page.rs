@@ -95,7 +95,9 @@ pub(super) fn page(
          and draws each timer's lateness from the quantiles of the runs' sleep timers that fired on a busy \
          CPU (`sleep_timer_late_p50_us` and the rest, from the trace; as `timer_latency`): an emulated \
          timer now and then fires a tick late, and a period-late timer skips an expiry of cyclictest's, \
-         which one median does not carry. Since the runs booted 2026-11-28 with the runner of 40cdcab \
+         which one median does not carry; the hrtimers a scheduler arms (Project C's hrtick, MuQSS's hrexpiry) \
+         fire that late too (a traced pds-6.12 fork-burst run's hrtick: 41 us late at the median, 90 us at the \
+         90th percentile). Since the runs booted 2026-11-28 with the runner of 40cdcab \
          (the five experiments with timed sleeps), that lateness runs on to the sched_waking its expiry's \
          handler sends (`sleep_timer_to_waking_us`, the median, added to each quantile: the trace's \
          lateness stops at the expiry, and a wakeup's path to its switch is timed from the sched_waking), \
