@@ -665,20 +665,7 @@ fn bpfland_never_preempts_on_wakeup_and_slices_end_at_the_tick() {
     // one does (250/s); with this hardware's (2 us against 4 us) the gap
     // exceeds the switch at a quarter of the ticks. eevdf: 3 ms base
     // slices, a switch at every other tick.
-    let hogs = |costs: &str| {
-        workload(&format!(
-            r#"
-duration = "2s"
-[machine]
-cpus = 2
-costs = {{ {costs} }}
-[[task]]
-name = "hog"
-count = 3
-program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
-"#
-        ))
-    };
+    let hogs = |costs: &str| hogs(2, 3, costs);
     let switches = |costs: &str| {
         let r = run_checked(&hogs(costs), "bpfland");
         assert_conservation(&r);
@@ -764,28 +751,14 @@ program = [ { run = "10ms" }, { exit = true } ]
 #[test]
 fn project_c_and_muqss_end_a_slice_when_their_hrtick_fires_late() {
     // Two hogs on one CPU: Project C ends each 4 ms slice (4 << 20 ns) and
-    // MuQSS each 6 ms one (rr_interval, in its 1024 ns microseconds) at an
-    // hrtimer between ticks. An hrtimer fires late by the machine's timer
+    // MuQSS each 6.29 ms one (rr_interval 6 ms as 6144 of its 1024 ns
+    // microseconds) at an hrtimer between ticks. An hrtimer fires late by the machine's timer
     // latency, as a task's sleep does (a pds-6.12 TCG guest's hrtick: 41 us
     // at the median, 90 us at the 90th percentile); a turn is that much
     // longer. 0 by default: the slice exactly.
-    let hogs = |costs: &str| {
-        workload(&format!(
-            r#"
-duration = "2s"
-[machine]
-cpus = 1
-costs = {{ context_switch = "0ns", {costs} }}
-[[task]]
-name = "hog"
-count = 2
-program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
-"#
-        ))
-    };
-    for (sched, slice_ns) in [("pds", 4 << 20), ("bmq", 4 << 20), ("muqss", 6000 * 1024)] {
+    for (sched, slice_ns) in [("pds", 4 << 20), ("bmq", 4 << 20), ("muqss", 6144 * 1024)] {
         let turn = |costs: &str| {
-            let r = run_checked(&hogs(costs), sched);
+            let r = run_checked(&hogs(1, 2, &format!("context_switch = \"0ns\", {costs}")), sched);
             assert_conservation(&r);
             r.runtime_per_switch.p50
         };
@@ -796,4 +769,20 @@ program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
         assert!(within(exact, slice_ns), "{sched}: turns of {exact} ns with an exact hrtick, slice {slice_ns}");
         assert!(within(late, slice_ns + 300_000), "{sched}: turns of {late} ns with the hrtick 300 us late");
     }
+}
+
+/// `count` hogs that never sleep, on `cpus` CPUs with these costs, for 2 s.
+fn hogs(cpus: u32, count: u32, costs: &str) -> schedlab_sim::Workload {
+    workload(&format!(
+        r#"
+duration = "2s"
+[machine]
+cpus = {cpus}
+costs = {{ {costs} }}
+[[task]]
+name = "hog"
+count = {count}
+program = [ {{ loop = "forever", body = [ {{ run = "1s" }} ] }} ]
+"#
+    ))
 }

@@ -107,6 +107,8 @@ pub struct Sys {
     pub groups: Vec<GroupSpec>,
     pub(crate) resched: Vec<CpuId>,
     pub(crate) resched_mask: Vec<bool>,
+    /// Timers the policy armed: when, its token, and whether it is a
+    /// kernel hrtimer (late by the machine's timer latency).
     pub(crate) timers: Vec<(Nanos, u64, bool)>,
     pub(crate) migrations: u64,
     /// Queued tasks the policy moved (task, from, to), for the observer.
