@@ -33,6 +33,11 @@ pub(crate) struct TraceFigures {
     /// work where the trace is the whole machine's.
     pub(crate) other_runs: u64,
     pub(crate) other_on_cpu: Nanos,
+    /// Of those, the runs of the runner's controller and their time on a
+    /// CPU there: it wakes every WATCH_PERIOD_NS on an hrtimer, SCHED_FIFO,
+    /// where the kernel's threads wake from the tick's softirq.
+    pub(crate) controller_runs: u64,
+    pub(crate) controller_on_cpu: Nanos,
     /// Of each of our threads' runs in which it woke another of ours
     /// (sched_waking in its context), the time from its switch-in to the
     /// first such wakeup and from that wakeup to its switch-out: sums and
@@ -53,17 +58,22 @@ pub(crate) struct TraceFigures {
 /// wakeup (the task waited for a tick or a slice's end).
 pub(crate) const PREEMPT_WITHIN: Nanos = 1_000_000;
 
+/// The runner's threads a trace is read for: each task thread's spec (of
+/// `nr_specs`), when its program began and ended, and the controller's
+/// thread id (0, the idle task's, where it is not known).
+#[derive(Clone, Copy)]
+pub(crate) struct Ours<'a> {
+    pub(crate) spec_of: &'a HashMap<i32, u32>,
+    pub(crate) nr_specs: usize,
+    pub(crate) begun: &'a HashMap<i32, Nanos>,
+    pub(crate) ended: &'a HashMap<i32, Nanos>,
+    pub(crate) controller: i32,
+}
+
 /// Switches, voluntary/involuntary splits, migrations and run time per
 /// switch of our threads, from the trace, inside [t0, stop].
-pub(crate) fn analyse_trace(
-    events: &[SchedEvent],
-    spec_of: &HashMap<i32, u32>,
-    nr_specs: usize,
-    t0: Nanos,
-    stop: Nanos,
-    begun: &HashMap<i32, Nanos>,
-    ended: &HashMap<i32, Nanos>,
-) -> TraceFigures {
+pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop: Nanos) -> TraceFigures {
+    let Ours { spec_of, nr_specs, begun, ended, controller } = *ours;
     let mut f = TraceFigures {
         switches: 0,
         preempted_by_others: 0,
@@ -74,6 +84,8 @@ pub(crate) fn analyse_trace(
         exit_cpu: HashMap::new(),
         other_runs: 0,
         other_on_cpu: 0,
+        controller_runs: 0,
+        controller_on_cpu: 0,
         before_waking: HashMap::new(),
         after_waking: HashMap::new(),
         idle_wakeups: Vec::new(),
@@ -88,7 +100,9 @@ pub(crate) fn analyse_trace(
     let mut woke_at: HashMap<u32, Nanos> = HashMap::new();
     let mut runnable_since: HashMap<i32, Nanos> = HashMap::new();
     let mut after_end: HashMap<i32, Nanos> = HashMap::new();
-    let mut other_running: HashMap<u32, Nanos> = HashMap::new();
+    // Per CPU, since when another task runs there and whether it is the
+    // controller.
+    let mut other_running: HashMap<u32, (Nanos, bool)> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     let in_program = |tid: i32, since: Nanos, until: Nanos| {
         let from = begun.get(&tid).map_or(t0, |&b| b.max(t0));
@@ -142,8 +156,11 @@ pub(crate) fn analyse_trace(
                     }
                 }
                 woke_at.remove(&ev.cpu);
-                if let Some(since) = other_running.remove(&ev.cpu) {
+                if let Some((since, is_controller)) = other_running.remove(&ev.cpu) {
                     f.other_on_cpu += overlap(since, ev.ts);
+                    if is_controller {
+                        f.controller_on_cpu += overlap(since, ev.ts);
+                    }
                 }
                 if next_ours {
                     if let Some((woken, cpu)) = busy_woken.remove(&next)
@@ -170,8 +187,11 @@ pub(crate) fn analyse_trace(
                 } else {
                     running.remove(&ev.cpu);
                     if next != 0 {
-                        other_running.insert(ev.cpu, ev.ts);
+                        other_running.insert(ev.cpu, (ev.ts, next == controller));
                         f.other_runs += u64::from(inside);
+                        if next == controller {
+                            f.controller_runs += u64::from(inside);
+                        }
                     }
                 }
             }
@@ -214,8 +234,11 @@ pub(crate) fn analyse_trace(
     for (tid, since) in runnable_since {
         *f.run_delay.entry(tid).or_default() += overlap(since, stop);
     }
-    for since in other_running.into_values() {
+    for (since, is_controller) in other_running.into_values() {
         f.other_on_cpu += overlap(since, stop);
+        if is_controller {
+            f.controller_on_cpu += overlap(since, stop);
+        }
     }
     f
 }
@@ -287,6 +310,11 @@ pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 /// have.
 pub const OTHER_TASKS_RUNS_PER_S: &str = "other_tasks_runs_per_s";
 pub const OTHER_TASKS_RUN_MEAN_US: &str = "other_tasks_run_mean_us";
+/// Of those, the runner's controller's own runs per second and their mean
+/// (us): a SCHED_FIFO thread woken by an hrtimer every WATCH_PERIOD_NS,
+/// not by the tick as the kernel's threads mostly are.
+pub const CONTROLLER_RUNS_PER_S: &str = "controller_runs_per_s";
+pub const CONTROLLER_RUN_MEAN_US: &str = "controller_run_mean_us";
 pub use schedlab_sim::report::OTHER_TASKS_CPU_PCT;
 
 /// The extra figure of a host report that says how much CPU time a task
@@ -730,7 +758,20 @@ fn trace_figures(
     let spec_of: HashMap<i32, u32> = results.iter().map(|r| (r.tid, r.spec)).collect();
     let begun: HashMap<i32, Nanos> = results.iter().map(|r| (r.tid, t0 + r.created)).collect();
     let ended: HashMap<i32, Nanos> = results.iter().filter_map(|r| Some((r.tid, t0 + r.exited?))).collect();
-    let mut figures = trace.map(|ev| analyse_trace(ev, &spec_of, w.tasks.len(), t0, stop, &begun, &ended));
+    let mut figures = trace.map(|ev| {
+        analyse_trace(
+            ev,
+            &Ours {
+                spec_of: &spec_of,
+                nr_specs: w.tasks.len(),
+                begun: &begun,
+                ended: &ended,
+                controller: sh.controller_tid,
+            },
+            t0,
+            stop,
+        )
+    });
     if let Some(events) = trace {
         // The LLC of each host CPU the workload runs on.
         let mut llc = vec![None; sh.cpu_map.iter().max().map_or(0, |&c| c + 1)];
@@ -846,6 +887,8 @@ pub(crate) fn build_report(
             (OTHER_TASKS_RUNS_PER_S, f.other_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
             (OTHER_TASKS_RUN_MEAN_US, f.other_on_cpu as f64 / f.other_runs.max(1) as f64 / 1e3),
             (OTHER_TASKS_CPU_PCT, f.other_on_cpu as f64 / capacity * 100.0),
+            (CONTROLLER_RUNS_PER_S, f.controller_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
+            (CONTROLLER_RUN_MEAN_US, f.controller_on_cpu as f64 / f.controller_runs.max(1) as f64 / 1e3),
         ]
     });
     let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {
@@ -999,12 +1042,51 @@ mod tests {
         let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
         let spec_of = HashMap::from([(20, 0), (21, 1)]);
         let none = HashMap::new();
-        let f = analyse_trace(&events, &spec_of, 2, 1_000_000_000, 1_010_000_000, &none, &none);
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 2, begun: &none, ended: &none, controller: 0 },
+            1_000_000_000,
+            1_010_000_000,
+        );
         assert_eq!(f.before_waking.get(&20), Some(&(30_000, 1)));
         assert_eq!(f.after_waking.get(&20), Some(&(60_000, 1)));
         assert_eq!(f.before_waking.get(&21), Some(&(30_000, 1)));
         assert_eq!(f.after_waking.get(&21), Some(&(60_000, 1)));
         assert_eq!(f.idle_wakeups, vec![50_000, 50_000]);
+    }
+
+    #[test]
+    fn the_controllers_runs_are_counted_apart_among_the_other_tasks() {
+        // Our thread 20 on CPU 0; the controller (1) runs 50 us twice on
+        // CPU 1 and a kernel thread (99) 100 us once; the last run is cut
+        // by the window's end at 1.010 s.
+        let text = [
+            sw(0, "1.000000", 0, "R", 20),
+            sw(1, "1.001000", 0, "R", 1),
+            sw(1, "1.001050", 1, "S", 99),
+            sw(1, "1.001150", 99, "S", 0),
+            sw(1, "1.009970", 0, "R", 1),
+        ]
+        .concat();
+        let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
+        let spec_of = HashMap::from([(20, 0)]);
+        let none = HashMap::new();
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &none, ended: &none, controller: 1 },
+            1_000_000_000,
+            1_010_000_000,
+        );
+        assert_eq!((f.other_runs, f.other_on_cpu), (3, 180_000));
+        assert_eq!((f.controller_runs, f.controller_on_cpu), (2, 80_000));
+        // With no controller named (0, the idle task's), none is its.
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &none, ended: &none, controller: 0 },
+            1_000_000_000,
+            1_010_000_000,
+        );
+        assert_eq!((f.other_runs, f.controller_runs), (3, 0));
     }
 
     #[test]
@@ -1055,7 +1137,12 @@ mod tests {
         let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
         let spec_of = HashMap::from([(30, 0), (31, 1)]);
         let none = HashMap::new();
-        let f = analyse_trace(&events, &spec_of, 2, 1_000_000_000 - 1, 1_020_000_000, &none, &none);
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 2, begun: &none, ended: &none, controller: 0 },
+            1_000_000_000 - 1,
+            1_020_000_000,
+        );
         assert_eq!(f.preempting_wakeups, vec![50_000]);
         assert!(f.idle_wakeups.is_empty(), "a CPU's own interrupt wakes no idle CPU");
     }
@@ -1088,7 +1175,12 @@ mod tests {
         // 11's program ended at 1.0026 s: its exit took 0.4 ms of CPU.
         let ended = HashMap::from([(11, 1_002_600_000)]);
         let begun = HashMap::from([(11, 1_002_000_000)]);
-        let f = analyse_trace(&events, &spec_of, 1, 1_000_000_000, 1_010_000_000, &begun, &ended);
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &begun, ended: &ended, controller: 0 },
+            1_000_000_000,
+            1_010_000_000,
+        );
         assert_eq!(f.run_delay.get(&11), Some(&2_000_000));
         assert_eq!(f.run_delay.get(&10), Some(&2_000_000));
         assert_eq!(f.exit_cpu.get(&11), Some(&400_000));
@@ -1098,7 +1190,12 @@ mod tests {
         assert_eq!(f.on_cpu.get(&11), Some(&600_000));
         assert_eq!(f.on_cpu.get(&10), Some(&4_000_000));
         // A window that starts inside a wait counts only its part.
-        let f = analyse_trace(&events, &spec_of, 1, 1_001_500_000, 1_010_000_000, &begun, &ended);
+        let f = analyse_trace(
+            &events,
+            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &begun, ended: &ended, controller: 0 },
+            1_001_500_000,
+            1_010_000_000,
+        );
         assert_eq!(f.run_delay.get(&11), Some(&500_000));
     }
 

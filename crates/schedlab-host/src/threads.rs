@@ -145,6 +145,8 @@ pub(crate) struct Shared {
     /// halve the forker's slice at each clone, so what it spends between
     /// two is what decides the halves its threads start with.
     pub(crate) controller_cpu_per_spawn: AtomicU64,
+    /// The controller's thread id, which the trace names it by.
+    pub(crate) controller_tid: i32,
     /// A sched trace records the run: it counts each thread's migrations
     /// and run delay, and the threads read nothing from /proc.
     pub(crate) traced: bool,
@@ -602,6 +604,7 @@ pub(crate) fn start_threads(
         controller_cpu_before_spawn,
         controller_stat_priority,
         controller_cpu_per_spawn: AtomicU64::new(0),
+        controller_tid: sys::gettid(),
         traced,
     });
     let mut spawned = 0;

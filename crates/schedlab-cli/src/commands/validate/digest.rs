@@ -86,6 +86,14 @@ pub(super) struct RunDigest {
     pub(super) other_runs_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) other_run_mean_us: Option<f64>,
+    /// Of those, the runner's controller's runs (per second) and their
+    /// mean (us): an hrtimer's SCHED_FIFO wakeups every 250 ms, where the
+    /// kernel's threads wake from the tick (runs booted since 2026-12-07;
+    /// no simulation takes them yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) controller_runs_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) controller_run_mean_us: Option<f64>,
     /// From a thread's program end to its last switch (us, the median of
     /// the threads that ended in the run), where the trace saw them exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +181,8 @@ impl RunDigest {
             controller_stat_priority: r.extra_figure(schedlab_host::CONTROLLER_STAT_PRIORITY),
             other_runs_per_s: r.extra_figure(schedlab_host::OTHER_TASKS_RUNS_PER_S),
             other_run_mean_us: r.extra_figure(schedlab_host::OTHER_TASKS_RUN_MEAN_US),
+            controller_runs_per_s: r.extra_figure(schedlab_host::CONTROLLER_RUNS_PER_S),
+            controller_run_mean_us: r.extra_figure(schedlab_host::CONTROLLER_RUN_MEAN_US),
             thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
             fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
