@@ -263,14 +263,14 @@ fn open_gate_and_wait(sh: &Shared, duration: Nanos, spawned: u32, failed: bool) 
     }
     let stat0 = sys::cpu_times();
     if !failed {
-        // Wake every 250 ms to see whether every task has exited: a finite
-        // workload ends there, with its makespan.
+        // Wake every WATCH_PERIOD_NS to see whether every task has exited:
+        // a finite workload ends there, with its makespan.
         loop {
             let now = sys::now();
             if now >= end || signals::received().is_some() || sh.live.load(Ordering::SeqCst) == 0 {
                 break;
             }
-            sys::sleep_until(end.min(now + 250_000_000));
+            sys::sleep_until(end.min(now + WATCH_PERIOD_NS));
         }
     }
     let stat1 = sys::cpu_times();
@@ -364,3 +364,8 @@ const START_MARGIN_NS: u64 = 20_000_000;
 const STAT_LEAD_NS: u64 = 10_000_000;
 
 const START_MARGIN_PER_THREAD_NS: u64 = 1_000_000;
+
+/// How often the controller, a SCHED_FIFO thread, wakes during the run to
+/// see whether the workload has ended: the whole-machine trace of a guest
+/// counts these wakeups (`controller_runs_per_s`).
+const WATCH_PERIOD_NS: u64 = 250_000_000;

@@ -34,7 +34,7 @@ pub(crate) struct TraceFigures {
     pub(crate) other_runs: u64,
     pub(crate) other_on_cpu: Nanos,
     /// Of those, the runs of the runner's controller and their time on a
-    /// CPU there: it wakes every WATCH_PERIOD_NS on an hrtimer, SCHED_FIFO,
+    /// CPU there: it wakes every crate::WATCH_PERIOD_NS on an hrtimer, SCHED_FIFO,
     /// where the kernel's threads wake from the tick's softirq.
     pub(crate) controller_runs: u64,
     pub(crate) controller_on_cpu: Nanos,
@@ -311,7 +311,7 @@ pub const UPTIME_AT_START: &str = "uptime_at_start_s";
 pub const OTHER_TASKS_RUNS_PER_S: &str = "other_tasks_runs_per_s";
 pub const OTHER_TASKS_RUN_MEAN_US: &str = "other_tasks_run_mean_us";
 /// Of those, the runner's controller's own runs per second and their mean
-/// (us): a SCHED_FIFO thread woken by an hrtimer every WATCH_PERIOD_NS,
+/// (us): a SCHED_FIFO thread woken by an hrtimer every 250 ms (WATCH_PERIOD_NS),
 /// not by the tick as the kernel's threads mostly are.
 pub const CONTROLLER_RUNS_PER_S: &str = "controller_runs_per_s";
 pub const CONTROLLER_RUN_MEAN_US: &str = "controller_run_mean_us";
