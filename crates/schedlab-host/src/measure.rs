@@ -1071,21 +1071,15 @@ mod tests {
         let events = schedlab_sim::formats::ftrace::parse(&text).unwrap();
         let spec_of = HashMap::from([(20, 0)]);
         let none = HashMap::new();
-        let f = analyse_trace(
-            &events,
-            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &none, ended: &none, controller: 1 },
-            1_000_000_000,
-            1_010_000_000,
-        );
+        let read = |controller| {
+            let ours = Ours { spec_of: &spec_of, nr_specs: 1, begun: &none, ended: &none, controller };
+            analyse_trace(&events, &ours, 1_000_000_000, 1_010_000_000)
+        };
+        let f = read(1);
         assert_eq!((f.other_runs, f.other_on_cpu), (3, 180_000));
         assert_eq!((f.controller_runs, f.controller_on_cpu), (2, 80_000));
         // With no controller named (0, the idle task's), none is its.
-        let f = analyse_trace(
-            &events,
-            &Ours { spec_of: &spec_of, nr_specs: 1, begun: &none, ended: &none, controller: 0 },
-            1_000_000_000,
-            1_010_000_000,
-        );
+        let f = read(0);
         assert_eq!((f.other_runs, f.controller_runs), (3, 0));
     }
 
