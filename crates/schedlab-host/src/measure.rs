@@ -34,8 +34,9 @@ pub(crate) struct TraceFigures {
     pub(crate) other_runs: u64,
     pub(crate) other_on_cpu: Nanos,
     /// Of those, the runs of the runner's controller and their time on a
-    /// CPU there: it wakes every crate::WATCH_PERIOD_NS on an hrtimer, SCHED_FIFO,
-    /// where the kernel's threads wake from the tick's softirq.
+    /// CPU there: a SCHED_FIFO thread an hrtimer wakes every 250 ms
+    /// (WATCH_PERIOD_NS), where the kernel's threads wake from the tick's
+    /// softirq.
     pub(crate) controller_runs: u64,
     pub(crate) controller_on_cpu: Nanos,
     /// Of each of our threads' runs in which it woke another of ours
@@ -187,11 +188,10 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
                 } else {
                     running.remove(&ev.cpu);
                     if next != 0 {
-                        other_running.insert(ev.cpu, (ev.ts, next == controller));
+                        let is_controller = next == controller;
+                        other_running.insert(ev.cpu, (ev.ts, is_controller));
                         f.other_runs += u64::from(inside);
-                        if next == controller {
-                            f.controller_runs += u64::from(inside);
-                        }
+                        f.controller_runs += u64::from(inside && is_controller);
                     }
                 }
             }

@@ -24,10 +24,10 @@
 //! sysctl_sched_base_slice = 4 << 20 ns (debugfs base_slice_ns) and ends
 //! at the hrtick (an hrtimer: as late as the machine's timers fire, 41 us
 //! at the median in a pds-6.12 TCG guest, none by default); a slice with
-//! less than RESCHED_NS = 100 << 10 ns left counts as used up.
-//! __schedule runs check_curr on the task it switches
-//! away from, sleeping or not, so a task that goes to sleep with its slice
-//! used up gets a new slice (and BMQ's deboost, PDS's new deadline) then.
+//! less than RESCHED_NS = 100 << 10 ns left counts as used up. __schedule
+//! runs check_curr on the task it switches away from, sleeping or not, so
+//! a task that goes to sleep with its slice used up gets a new slice (and
+//! BMQ's deboost, PDS's new deadline) then.
 //! A fork halves the parent's remaining slice and gives the other half to
 //! the child (a full slice, and a resched of the parent, when that half is
 //! below RESCHED_NS); the slice halved is the one update_curr left at the
