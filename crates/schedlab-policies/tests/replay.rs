@@ -82,24 +82,30 @@ fn real_traces_of_every_tool_replay() {
 /// QEMU, traced by the guest itself (tools/fixtures/record-guest-traces.sh),
 /// replayed on that kernel's own model. A messaging program's wake chains
 /// must survive the trip: its tasks' switches within 25% of the
-/// recording's (the replay kept 36-65% of them before wakeups became one
+/// recording's, each hackbench task's CPU time within 10%, and all tasks'
+/// CPU time within 5%. The recording is read as the report `replay` prints
+/// beside the models (report::recorded), over the replay's own span.
+///
+/// A replayed reader blocks only where the recording's did and its writer
+/// has not written yet, so every departure from the recorded interleaving
+/// loses switches: the ratio is a figure of how closely the model
+/// interleaves, and it moves with the seed once the children are forked
+/// where hackbench forked them (their start is then the model's fork path:
+/// seeds 1-8 gave eevdf 0.75-0.95, cfs 0.93-1.25, bmq 0.85-1.03, pds
+/// 0.76-0.89). The median of five seeds is judged; the CPU times in every
+/// seed. (The replay kept 36-65% of the switches before wakeups became one
 /// channel per wakee and a wakeup that found its task still on its CPU the
-/// short sleep it was; they now land at 77-119%), each hackbench task's
-/// CPU time within 10%, and all tasks' CPU time within 5%. The recording
-/// is read as the report `replay` prints beside the models
-/// (report::recorded), over the replay's own span.
+/// short sleep it was.)
 #[test]
 fn each_kernels_recording_of_hackbench_replays_on_its_own_model() {
     use schedlab_sim::report::recorded::{self, RecordedRun};
     for (kernel, model) in [("eevdf-6.12", "eevdf"), ("cfs-6.1", "cfs"), ("bmq-6.12", "bmq"), ("pds-6.12", "pds")] {
         let path = format!("{}/tests/fixtures/guest-{kernel}-hackbench-pipe.trace.gz", env!("CARGO_MANIFEST_DIR"));
         let text = schedlab_sim::formats::input::read_input_file(std::path::Path::new(&path), "trace").unwrap();
-        let (w, _) = workload_from_trace(&text, &path, &Overrides::default()).unwrap();
         let parsed = recorded::parse(&text).unwrap();
         let (from, to) = parsed.sched_span().unwrap();
         let rec =
             recorded::report(&parsed, &RecordedRun { roots: Vec::new(), from, to, nr_cpus: 2 }, Default::default());
-        let sim = run(&w, model);
         let hackbench = |r: &schedlab_sim::Report| -> Vec<(String, u64, u64)> {
             r.tasks
                 .iter()
@@ -107,23 +113,38 @@ fn each_kernels_recording_of_hackbench_replays_on_its_own_model() {
                 .map(|t| (t.name.clone(), t.cpu_time_ns, t.voluntary_switches + t.involuntary_switches))
                 .collect()
         };
-        let (real, replayed) = (hackbench(&rec), hackbench(&sim));
+        let real = hackbench(&rec);
         assert_eq!(real.len(), 21, "{kernel}: the runner's child and 20 workers");
         let switches = |v: &[(String, u64, u64)]| v.iter().map(|t| t.2).sum::<u64>() as f64;
-        let ratio = switches(&replayed) / switches(&real);
-        assert!(
-            (0.75..=1.25).contains(&ratio),
-            "{kernel}: hackbench's tasks switched {} times, {} in the replay on {model} ({ratio:.2}x)",
-            switches(&real),
-            switches(&replayed)
-        );
-        for (name, cpu, _) in &real {
-            let got = replayed.iter().find(|t| &t.0 == name).map_or(0, |t| t.1);
-            let off = got.abs_diff(*cpu) as f64 / *cpu as f64;
-            assert!(off <= 0.10, "{kernel}: {name} used {cpu} ns, {got} ns replayed on {model}");
+        let mut ratios = Vec::new();
+        for seed in 1..=5 {
+            let ov = Overrides { seed: Some(seed), ..Overrides::default() };
+            let (w, _) = workload_from_trace(&text, &path, &ov).unwrap();
+            let sim = run(&w, model);
+            let replayed = hackbench(&sim);
+            ratios.push(switches(&replayed) / switches(&real));
+            for (name, cpu, _) in &real {
+                let got = replayed.iter().find(|t| &t.0 == name).map_or(0, |t| t.1);
+                let off = got.abs_diff(*cpu) as f64 / *cpu as f64;
+                assert!(off <= 0.10, "{kernel}, seed {seed}: {name} used {cpu} ns, {got} ns replayed on {model}");
+            }
+            let total = |r: &schedlab_sim::Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
+            let off = (total(&sim) - total(&rec)).abs() / total(&rec);
+            assert!(
+                off <= 0.05,
+                "{kernel}, seed {seed}: all tasks' CPU time {:.0} ns, {:.0} replayed",
+                total(&rec),
+                total(&sim)
+            );
         }
-        let total = |r: &schedlab_sim::Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
-        let off = (total(&sim) - total(&rec)).abs() / total(&rec);
-        assert!(off <= 0.05, "{kernel}: all tasks' CPU time {:.0} ns, {:.0} replayed", total(&rec), total(&sim));
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[2];
+        assert!(
+            (0.75..=1.25).contains(&median),
+            "{kernel}: hackbench's tasks switched {} times; the replay on {model} {median:.2}x as often at the \
+             median of seeds 1-5 ({ratios:.2?})",
+            switches(&real)
+        );
     }
 }

@@ -135,19 +135,23 @@ pub(crate) fn model_row(result: &ProgramsResult, label: &str) -> Result<Option<R
     let (w, recording) = schedlab_sim::formats::replay::workload_from_trace(text, label, &ov)?;
     let t0 = recording.start;
     let mut buf = Vec::new();
-    {
+    let spec_of = {
         let mut writer = TraceWriter::new(&w, Box::new(&mut buf), TraceFormat::Ftrace);
-        let sim = crate::simulate::simulate_observed(&w, model, &mut writer)?;
+        let mut seen = SpecsOfTasks { trace: &mut writer, spec_of: Vec::new() };
+        let sim = crate::simulate::simulate_observed(&w, model, &mut seen)?;
+        let spec_of = seen.spec_of;
         writer.finish(sim.duration_ns).context("the model's trace")?;
-    }
+        spec_of
+    };
     let parsed = recorded::parse(&String::from_utf8_lossy(&buf)).map_err(|e| anyhow!("the model's trace: {e}"))?;
     let program: std::collections::HashSet<&str> = result.report.tasks.iter().map(|t| t.name.as_str()).collect();
-    let roots = w
-        .tasks
+    // A replayed child is forked by its parent's program, so its task id
+    // is the order it was created in, not its spec's index.
+    let roots = spec_of
         .iter()
         .enumerate()
-        .filter(|(_, t)| program.contains(t.name.as_str()))
-        .map(|(i, _)| PID_BASE + i as u32)
+        .filter(|(_, spec)| program.contains(w.tasks[**spec as usize].name.as_str()))
+        .map(|(t, _)| PID_BASE + t as u32)
         .collect();
     let (from, to) = result.window;
     let run =
@@ -168,6 +172,22 @@ pub(crate) fn model_row(result: &ProgramsResult, label: &str) -> Result<Option<R
         }
     }
     Ok(Some(report))
+}
+
+/// Passes a simulation's events to its trace and keeps the spec each task
+/// was made from, by task id (the trace's pid less PID_BASE).
+struct SpecsOfTasks<'a, 'w> {
+    trace: &'a mut schedlab_sim::formats::trace_out::TraceWriter<'w>,
+    spec_of: Vec<u32>,
+}
+
+impl schedlab_sim::Observer for SpecsOfTasks<'_, '_> {
+    fn event(&mut self, now: u64, sys: &schedlab_sim::Sys, ev: schedlab_sim::TraceEvent) {
+        for t in self.spec_of.len()..sys.tasks.len() {
+            self.spec_of.push(sys.tasks[t].spec);
+        }
+        self.trace.event(now, sys, ev);
+    }
 }
 
 /// Guest memory the kernel and the runner need besides the packed files.
@@ -444,38 +464,77 @@ mod tests {
         );
         assert_eq!((model_of("scx-6.12+bpfland"), model_of("scx-6.12+rusty")), (Some("bpfland"), None));
         assert_eq!(model_of("mykernel"), None);
-        // The eevdf-6.12 guest's trace of hackbench -p (a fixture of the
-        // replay tests), its row read as the guest reads it.
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../schedlab-policies/tests/fixtures/guest-eevdf-6.12-hackbench-pipe.trace.gz"
-        );
-        let text = schedlab_sim::formats::input::read_input_file(Path::new(path), "trace").unwrap();
-        let parsed = recorded::parse(&text).unwrap();
+        // The guests' traces of hackbench -p (fixtures of the replay
+        // tests), each row read as the guest reads it. Its workers are
+        // forked in the replay, so their task ids are not their specs'.
+        for kernel in ["eevdf-6.12", "pds-6.12"] {
+            let path = format!(
+                "{}/../schedlab-policies/tests/fixtures/guest-{kernel}-hackbench-pipe.trace.gz",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = schedlab_sim::formats::input::read_input_file(Path::new(&path), "trace").unwrap();
+            let parsed = recorded::parse(&text).unwrap();
+            let window = parsed.sched_span().unwrap();
+            let roots: Vec<u32> = Vec::new();
+            let all = recorded::report(
+                &parsed,
+                &RecordedRun { roots, from: window.0, to: window.1, nr_cpus: 2 },
+                Report::default(),
+            );
+            let mut real = all.clone();
+            real.tasks.retain(|t| t.name.starts_with("hackbench-"));
+            let result = ProgramsResult {
+                report: real.clone(),
+                programs: Vec::new(),
+                timed_out: false,
+                overrun: 0,
+                trace: Some(text.clone()),
+                window,
+            };
+            let model = model_row(&result, kernel).unwrap().expect("a model of the kernel");
+            assert_eq!(model.scheduler, format!("{} (model of {kernel}'s run)", model_of(kernel).unwrap()));
+            let names = |r: &Report| r.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&model), names(&real), "{kernel}: the program's tasks, and only them");
+            let cpu = |r: &Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
+            assert!((cpu(&model) / cpu(&real) - 1.0).abs() < 0.05, "{kernel}: {} against {}", cpu(&model), cpu(&real));
+            assert!(model_row(&result, "scx-6.12+rusty").unwrap().is_none(), "no model of scx_rusty");
+        }
+    }
+
+    #[test]
+    fn a_kernel_rows_model_follows_a_forked_task_whose_id_is_not_its_specs() {
+        // p-20 forks p-21; q-30, outside the program, has a higher pid but
+        // is started first in the replay, so p-21's task id comes after it.
+        let text = "\
+          <idle>-0     [000] d..2.   5.000000: sched_switch: prev_comm=swapper/0 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=p next_pid=20 next_prio=120
+          <idle>-0     [001] d..2.   5.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=q next_pid=30 next_prio=120
+               p-20    [000] .....   5.001000: sched_process_fork: comm=p pid=20 child_comm=p child_pid=21
+               p-20    [000] d..2.   5.001010: sched_wakeup_new: comm=p pid=21 prio=120 target_cpu=000
+               q-30    [001] d..2.   5.002000: sched_switch: prev_comm=q prev_pid=30 prev_prio=120 prev_state=S ==> next_comm=p next_pid=21 next_prio=120
+               p-21    [001] d..2.   5.005000: sched_switch: prev_comm=p prev_pid=21 prev_prio=120 prev_state=X ==> next_comm=swapper/1 next_pid=0 next_prio=120
+               p-20    [000] d..2.   5.006000: sched_switch: prev_comm=p prev_pid=20 prev_prio=120 prev_state=X ==> next_comm=swapper/0 next_pid=0 next_prio=120
+";
+        let parsed = recorded::parse(text).unwrap();
         let window = parsed.sched_span().unwrap();
-        let roots: Vec<u32> = Vec::new();
-        let all = recorded::report(
+        let mut real = recorded::report(
             &parsed,
-            &RecordedRun { roots, from: window.0, to: window.1, nr_cpus: 2 },
+            &RecordedRun { roots: Vec::new(), from: window.0, to: window.1, nr_cpus: 2 },
             Report::default(),
         );
-        let mut real = all.clone();
-        real.tasks.retain(|t| t.name.starts_with("hackbench-"));
+        real.tasks.retain(|t| t.name.starts_with("p-"));
         let result = ProgramsResult {
             report: real.clone(),
             programs: Vec::new(),
             timed_out: false,
             overrun: 0,
-            trace: Some(text.clone()),
+            trace: Some(text.to_string()),
             window,
         };
-        let model = model_row(&result, "eevdf-6.12").unwrap().expect("eevdf models eevdf-6.12");
-        assert_eq!(model.scheduler, "eevdf (model of eevdf-6.12's run)");
+        let model = model_row(&result, "eevdf-6.12").unwrap().unwrap();
         let names = |r: &Report| r.tasks.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
-        assert_eq!(names(&model), names(&real), "the program's tasks, and only them");
-        let cpu = |r: &Report| r.tasks.iter().map(|t| t.cpu_time_ns).sum::<u64>() as f64;
-        assert!((cpu(&model) / cpu(&real) - 1.0).abs() < 0.05, "{} against {}", cpu(&model), cpu(&real));
-        assert!(model_row(&result, "scx-6.12+rusty").unwrap().is_none(), "no model of scx_rusty");
+        assert_eq!(names(&model), ["p-20", "p-21"], "p-20 and its child, not q-30");
+        assert_eq!(names(&real), names(&model));
+        assert!(model.tasks.iter().all(|t| t.cpu_time_ns > 2_000_000), "each ran its work: {:?}", model.tasks);
     }
 
     #[test]

@@ -184,6 +184,10 @@ pub struct TaskSpec {
     pub start: Dist,
     /// Templates are only started by `fork`.
     pub template: bool,
+    /// A template the workload forks exactly once (a replayed trace's
+    /// child, forked where its parent forked it): its task keeps the
+    /// template's name rather than being numbered.
+    pub forked_once: bool,
     /// Work of the machine itself rather than the workload's (a guest
     /// kernel's own threads, which validate simulates beside the workload):
     /// its tasks take CPUs as any other, but the report leaves them out
@@ -197,7 +201,11 @@ impl TaskSpec {
     /// The name reports give task `id` made from this spec: the spec's name,
     /// numbered by task id when the spec makes several tasks.
     pub fn task_name(&self, id: u32) -> String {
-        if self.count > 1 || self.template { format!("{}-{id}", self.name) } else { self.name.clone() }
+        if self.count > 1 || (self.template && !self.forked_once) {
+            format!("{}-{id}", self.name)
+        } else {
+            self.name.clone()
+        }
     }
 }
 

@@ -397,6 +397,7 @@ impl Ctx<'_> {
                 slice,
                 start: t.start.clone().unwrap_or(Dist::Const(0)),
                 template: t.template,
+                forked_once: false,
                 background: false,
                 program,
             });

@@ -58,6 +58,7 @@ pub(super) fn with_machine_work(w: &Workload, work: MachineWork) -> Workload {
         slice: None,
         start: Dist::Const(0),
         template: false,
+        forked_once: false,
         background: true,
         program: vec![
             Op::LoopStart { count: None, end: 3 },

@@ -128,6 +128,7 @@ pub(super) fn runner_start(
         slice: None,
         start: Dist::Const(0),
         template: false,
+        forked_once: false,
         background: false,
         program: controller,
     });

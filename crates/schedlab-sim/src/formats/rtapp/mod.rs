@@ -373,6 +373,7 @@ impl Conv<'_> {
             slice,
             start: Dist::Const(delay),
             template: self.instances[idx] == 0,
+            forked_once: false,
             background: false,
             program,
         })
