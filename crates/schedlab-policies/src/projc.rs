@@ -33,8 +33,8 @@
 //! below RESCHED_NS); the slice halved is the one update_curr left at the
 //! parent's last tick or switch, as sched_fork does not update it. A waking task preempts when it is now the first in
 //! the queue. select_task_rq prefers an idle core whose SMT siblings are all
-//! idle, then any idle CPU, then a CPU whose highest queued priority
-//! (watermark) is below the task's, then any allowed CPU, each through
+//! idle, then any idle CPU, then a CPU in the preemption mask of the task's
+//! level, then any allowed CPU, each through
 //! best_mask_cpu: the lowest-numbered candidate of the first of the task's
 //! CPU's topology levels that holds one. v6.12-r1's levels
 //! (sched_init_topology_cpumask) are the CPU's SMT core, its LLC, its
@@ -43,6 +43,20 @@
 //! goes to the lowest-numbered idle CPU of its core (of its LLC without
 //! SMT), and one that finds nothing idle or lower to preempt goes to the
 //! lowest-numbered CPU of its core or LLC, not back where it ran.
+//! The preemption mask is v6.12-r1's cached one: kept only for the last
+//! level a placement asked about (sched_prio_record), a CPU's bit set when
+//! its best level rises to that level or past it and cleared when it falls
+//! below (update_sched_preempt_mask), so a CPU whose best task is at the
+//! waking task's level counts as preemptible if it rose there; asking for
+//! another level flushes it from the recorded one, strictly, changing only
+//! the bits that could be wrong in that direction; and PDS's levels fall as
+//! time edges pass without the bits changing. The guests place so: in a
+//! pds-6.12 fork-burst boot 53 of 200 children started on the parent's own
+//! CPU beside a child at their level on the other (a strict comparison
+//! sends every one to CPU 0), and in its hackbench recording a wakee was
+//! put on a CPU whose task was at its level 58 times while the other
+//! CPU's was strictly worse (the deadlines read from the hrtick armed at
+//! each switch).
 //! There is no periodic load balancer: a CPU that is about to go idle
 //! looks at the nearest runqueues with tasks waiting and takes every other
 //! queued task behind the running one, at most half of the queue and
@@ -70,6 +84,11 @@ const PDS_TIMESLICE_SHIFT: u32 = 23;
 /// pds.h: SCHED_NORMAL_PRIO_NUM - NICE_WIDTH / 2.
 const SCHED_EDGE_DELTA: u64 = 32 - 20;
 const SCHED_NR_MIGRATE: usize = 32;
+/// alt_sched.h: SCHED_LEVELS - 1, the level of an empty queue (its idle
+/// task), and SCHED_QUEUE_BITS - 1, the level whose preemption mask is
+/// sched_idle_mask itself.
+const IDLE_TASK_SCHED_PRIO: i64 = 64;
+const IDLE_MASK_PRIO: i64 = 63;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavour {
@@ -102,8 +121,28 @@ pub struct ProjectC {
     since_update: Vec<i64>,
     timers: SliceTimers,
     order: Vec<Vec<CpuId>>,
+    preempt: PreemptMask,
     pub boosts: u64,
     pub deboosts: u64,
+}
+
+/// alt_core.c's sched_preempt_mask as v6.12-r1 keeps it: one mask per
+/// level, of which only the one for the last level a placement asked about
+/// (sched_prio_record) is kept up to date, bit by bit, as the CPUs' best
+/// levels change.
+struct PreemptMask {
+    record: i64,
+    bit: Vec<bool>,
+    /// Per CPU, rq->prio as last set and (PDS) the time edge it was set at.
+    rq_prio: Vec<i64>,
+    rq_edge: Vec<u64>,
+}
+
+impl PreemptMask {
+    /// Every CPU idle, each preemptible at the record's level (RT's 0).
+    fn new(n: usize) -> PreemptMask {
+        PreemptMask { record: 0, bit: vec![true; n], rq_prio: vec![IDLE_TASK_SCHED_PRIO; n], rq_edge: vec![0; n] }
+    }
 }
 
 impl ProjectC {
@@ -157,6 +196,7 @@ impl ProjectC {
             since_update: vec![0; n],
             timers: SliceTimers::new(n as u32, 2 << 56),
             order: Vec::new(),
+            preempt: PreemptMask::new(n),
             boosts: 0,
             deboosts: 0,
         })
@@ -224,6 +264,13 @@ impl ProjectC {
     }
 
     fn enqueue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
+        self.queue_task(sys, cpu, t);
+        self.update_preempt_mask(sys, cpu);
+    }
+
+    /// __SCHED_ENQUEUE_TASK without the mask's update (migrate_pending_tasks
+    /// updates the destination once, after all its moves).
+    fn queue_task(&mut self, sys: &Sys, cpu: CpuId, t: TaskId) {
         if self.flavour == Flavour::Pds {
             // sched_task_sanity_check
             let max = self.time_edge(sys.now) + SCHED_EDGE_DELTA + 20 - 1;
@@ -233,15 +280,94 @@ impl ProjectC {
         self.rqs.insert(cpu, t, self.key(sys, t));
     }
 
+    /// A queue key as the level the kernel indexes it by: BMQ's level, PDS's
+    /// MIN_SCHED_NORMAL_PRIO plus the deadline's distance from the time edge
+    /// (TASK_SCHED_PRIO_IDX). Every runqueue's time_edge is taken as the
+    /// clock's: a busy CPU moves its own at its tick.
+    fn sched_prio(&self, sys: &Sys, key: u64) -> i64 {
+        match self.flavour {
+            Flavour::Bmq => key as i64,
+            Flavour::Pds => {
+                let edge = self.time_edge(sys.now);
+                MIN_SCHED_NORMAL_PRIO + (key.max(edge) - edge) as i64
+            }
+        }
+    }
+
+    /// rq->prio as the kernel holds it now: what update_sched_preempt_mask
+    /// last set, which PDS's sched_update_rq_clock moves down by the time
+    /// edges passed since (to MIN_SCHED_NORMAL_PRIO at most) without
+    /// touching the preemption mask.
+    fn rq_prio(&self, sys: &Sys, cpu: CpuId) -> i64 {
+        let (prio, edge) = (self.preempt.rq_prio[cpu as usize], self.preempt.rq_edge[cpu as usize]);
+        if self.flavour == Flavour::Bmq || !(MIN_SCHED_NORMAL_PRIO..IDLE_TASK_SCHED_PRIO).contains(&prio) {
+            return prio;
+        }
+        let passed = self.time_edge(sys.now).saturating_sub(edge).min(IDLE_TASK_SCHED_PRIO as u64) as i64;
+        (prio - passed).max(MIN_SCHED_NORMAL_PRIO)
+    }
+
+    /// update_sched_preempt_mask: when the CPU's best level changes, its
+    /// bit in the one mask kept up to date (that of sched_prio_record) is
+    /// cleared when the level falls past the record and set when it rises
+    /// to it. So a CPU whose best task sits at the recorded level itself
+    /// counts as one a task of that level may preempt when it rose there,
+    /// and not when it fell there; and PDS's levels fall as time edges pass
+    /// while the bit stays.
+    fn update_preempt_mask(&mut self, sys: &Sys, cpu: CpuId) {
+        let prio = self.rqs.first(cpu).map_or(IDLE_TASK_SCHED_PRIO, |(k, _)| self.sched_prio(sys, k));
+        let last = self.rq_prio(sys, cpu);
+        if prio == last {
+            return;
+        }
+        let edge = self.time_edge(sys.now);
+        let m = &mut self.preempt;
+        m.rq_prio[cpu as usize] = prio;
+        m.rq_edge[cpu as usize] = edge;
+        let pr = m.record;
+        if prio < last {
+            let last = if last == IDLE_TASK_SCHED_PRIO { last - 2 } else { last };
+            if prio < pr && pr <= last {
+                m.bit[cpu as usize] = false;
+            }
+        } else {
+            let prio = if prio == IDLE_TASK_SCHED_PRIO { prio - 2 } else { prio };
+            if last < pr && pr <= prio {
+                m.bit[cpu as usize] = true;
+            }
+        }
+    }
+
+    /// preempt_mask_check: the CPUs a task of level `prio` may preempt. A
+    /// level other than the recorded one flushes the mask from the recorded
+    /// one's (sched_preempt_mask_flush): only the bits that can be wrong in
+    /// the direction of the change are looked at again, strictly (a CPU
+    /// whose best level is `prio` is not preemptible), the others are kept.
+    fn preemptible(&mut self, sys: &Sys, prio: i64) -> Vec<bool> {
+        let n = self.preempt.bit.len();
+        if prio == IDLE_MASK_PRIO {
+            return (0..n).map(|c| self.preempt.rq_prio[c] == IDLE_TASK_SCHED_PRIO).collect();
+        }
+        let record = self.preempt.record;
+        if prio != record {
+            for c in 0..n {
+                let rq_prio = self.rq_prio(sys, c as CpuId);
+                let bit = &mut self.preempt.bit[c];
+                if prio < record {
+                    *bit |= prio < rq_prio;
+                } else if *bit && rq_prio != IDLE_TASK_SCHED_PRIO && prio >= rq_prio {
+                    *bit = false;
+                }
+            }
+            self.preempt.record = prio;
+        }
+        self.preempt.bit.clone()
+    }
+
     /// To the tail of its (possibly new) level on the same CPU.
     fn requeue(&mut self, sys: &Sys, t: TaskId) {
         let cpu = self.rqs.queue_of(t).expect("requeue of a queued task");
         self.enqueue_task(sys, cpu, t);
-    }
-
-    /// The key of the best task on a CPU (its watermark); idle CPUs have none.
-    fn watermark(&self, cpu: CpuId) -> Option<u64> {
-        self.rqs.first(cpu).map(|(k, _)| k)
     }
 
     fn ensure_order(&mut self, sys: &Sys) {
@@ -278,11 +404,15 @@ impl ProjectC {
             for t in candidates {
                 if sys.allowed(t, cpu) {
                     sys.migrate(t, cpu);
-                    self.enqueue_task(sys, cpu, t);
+                    self.queue_task(sys, cpu, t);
                     moved += 1;
                 }
             }
+            // take_other_rq_tasks updates the destination's mask once;
+            // the source's is not looked at (its running task, ahead of
+            // every task taken, keeps its level).
             if moved > 0 {
+                self.update_preempt_mask(sys, cpu);
                 return true;
             }
         }
@@ -367,12 +497,10 @@ impl Policy for ProjectC {
         if let Some(c) = best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| sys.idle(c))) {
             return c;
         }
-        let key = self.key(sys, t);
-        if let Some(c) = best_mask_cpu(
-            sys,
-            from,
-            (0..sys.nr_cpus).filter(allowed).filter(|&c| self.watermark(c).is_some_and(|w| w > key)),
-        ) {
+        let prio = self.sched_prio(sys, self.key(sys, t));
+        let preemptible = self.preemptible(sys, prio);
+        if let Some(c) = best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| preemptible[c as usize]))
+        {
             return c;
         }
         best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed)).unwrap_or(prev)
@@ -393,6 +521,7 @@ impl Policy for ProjectC {
             }
         }
         self.rqs.remove(t);
+        self.update_preempt_mask(sys, cpu);
     }
 
     fn pick_next(&mut self, sys: &mut Sys, cpu: CpuId) -> Option<TaskId> {
@@ -500,5 +629,76 @@ impl Policy for ProjectC {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_sim::TaskInfo;
+
+    /// BMQ on 2 CPUs with tasks of these nice values, none queued yet.
+    fn bmq(nices: &[i32]) -> (ProjectC, Sys) {
+        let text = "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n";
+        let w = Workload::from_toml(text, "x", &Default::default()).unwrap();
+        let (mut p, mut sys) = (ProjectC::new(Flavour::Bmq, &w).unwrap(), Sys::detached(&w));
+        for (t, &nice) in nices.iter().enumerate() {
+            sys.tasks.push(TaskInfo {
+                spec: 0,
+                nice,
+                policy: SchedPolicy::Normal,
+                affinity: None,
+                group: 0,
+                slice: None,
+                parent: None,
+                state: TaskState::Sleeping,
+                cpu: 0,
+                sum_exec: 0,
+                last_ran: 0,
+                slept_at: 0,
+                last_sleep_len: 0,
+                futex_wait: false,
+            });
+            p.task_new(&mut sys, t as TaskId, None);
+        }
+        (p, sys)
+    }
+
+    fn queue(p: &mut ProjectC, sys: &mut Sys, cpu: CpuId, t: TaskId) {
+        sys.tasks[t as usize].state = TaskState::Runnable;
+        sys.tasks[t as usize].cpu = cpu;
+        sys.add_runnable(cpu);
+        p.enqueue_task(sys, cpu, t);
+    }
+
+    #[test]
+    fn a_cpu_that_rose_to_the_recorded_level_stays_preemptible_at_it() {
+        // Hogs h0 (CPU 0) and h1 (CPU 1) at nice 0's level, b at nice -2's
+        // one level better ahead of h1, and w, asleep, at h0's and h1's.
+        let (h0, h1, b, w) = (0, 1, 2, 3);
+        let (mut p, mut sys) = bmq(&[0, 0, -2, 0]);
+        queue(&mut p, &mut sys, 0, h0);
+        queue(&mut p, &mut sys, 1, h1);
+        queue(&mut p, &mut sys, 1, b);
+        let level = p.sched_prio(&sys, p.key(&sys, w));
+        assert_eq!(p.sched_prio(&sys, p.key(&sys, b)), level - 1);
+        // w's level is not the recorded one (RT's 0 at boot): the flush
+        // compares strictly, and neither CPU runs anything worse than w.
+        assert_eq!(p.preemptible(&sys, level), [false, false]);
+        // b sleeps: CPU 1's best level rises from below w's to w's, and
+        // its bit in the recorded level's mask is set.
+        p.rqs.remove(b);
+        p.update_preempt_mask(&sys, 1);
+        assert_eq!(p.preemptible(&sys, level), [false, true], "CPU 1 rose to the recorded level");
+        // So w, with both CPUs busy at its level, is placed on CPU 1 where
+        // a strict comparison would find nothing to preempt and take the
+        // lowest-numbered CPU, 0.
+        let wakeup = WakeKind::Wakeup { waker: Some(h0), waker_cpu: Some(0), sync: true };
+        assert_eq!(p.select_cpu(&mut sys, w, 0, wakeup), 1);
+        // Asking for a better level flushes strictly from the record: CPU 0
+        // joins (worse than level - 1), CPU 1 keeps its bit; back at w's
+        // level the flush clears every CPU at or below it.
+        assert_eq!(p.preemptible(&sys, level - 1), [true, true]);
+        assert_eq!(p.preemptible(&sys, level), [false, false]);
     }
 }
