@@ -338,30 +338,40 @@ impl ProjectC {
         }
     }
 
-    /// preempt_mask_check: the CPUs a task of level `prio` may preempt. A
-    /// level other than the recorded one flushes the mask from the recorded
-    /// one's (sched_preempt_mask_flush): only the bits that can be wrong in
-    /// the direction of the change are looked at again, strictly (a CPU
-    /// whose best level is `prio` is not preemptible), the others are kept.
-    fn preemptible(&mut self, sys: &Sys, prio: i64) -> Vec<bool> {
-        let n = self.preempt.bit.len();
-        if prio == IDLE_MASK_PRIO {
-            return (0..n).map(|c| self.preempt.rq_prio[c] == IDLE_TASK_SCHED_PRIO).collect();
-        }
+    /// preempt_mask_check: brings the mask to the level `prio` a placement
+    /// asks about, after which `preempt.bit` holds the CPUs a task of that
+    /// level may preempt. A level other than the recorded one flushes the
+    /// mask from the recorded one's (sched_preempt_mask_flush): only the
+    /// bits that can be wrong in the direction of the change are looked at
+    /// again, strictly (a CPU whose best level is `prio` is not
+    /// preemptible), the others are kept. The level SCHED_QUEUE_BITS - 1
+    /// (PDS's nice 19 at its furthest deadline) reads the idle mask
+    /// instead, and flushes nothing.
+    fn preempt_mask_check(&mut self, sys: &Sys, prio: i64) {
         let record = self.preempt.record;
-        if prio != record {
-            for c in 0..n {
-                let rq_prio = self.rq_prio(sys, c as CpuId);
-                let bit = &mut self.preempt.bit[c];
-                if prio < record {
-                    *bit |= prio < rq_prio;
-                } else if *bit && rq_prio != IDLE_TASK_SCHED_PRIO && prio >= rq_prio {
-                    *bit = false;
-                }
-            }
-            self.preempt.record = prio;
+        if prio == record || prio == IDLE_MASK_PRIO {
+            return;
         }
-        self.preempt.bit.clone()
+        for c in 0..self.preempt.bit.len() {
+            let rq_prio = self.rq_prio(sys, c as CpuId);
+            let bit = &mut self.preempt.bit[c];
+            if prio < record {
+                *bit |= prio < rq_prio;
+            } else if *bit && rq_prio != IDLE_TASK_SCHED_PRIO && prio >= rq_prio {
+                *bit = false;
+            }
+        }
+        self.preempt.record = prio;
+    }
+
+    /// Whether a task of level `prio` may preempt `cpu` once
+    /// [`Self::preempt_mask_check`] has run for that level.
+    fn preemptible(&self, prio: i64, cpu: CpuId) -> bool {
+        if prio == IDLE_MASK_PRIO {
+            self.preempt.rq_prio[cpu as usize] == IDLE_TASK_SCHED_PRIO
+        } else {
+            self.preempt.bit[cpu as usize]
+        }
     }
 
     /// To the tail of its (possibly new) level on the same CPU.
@@ -498,8 +508,9 @@ impl Policy for ProjectC {
             return c;
         }
         let prio = self.sched_prio(sys, self.key(sys, t));
-        let preemptible = self.preemptible(sys, prio);
-        if let Some(c) = best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| preemptible[c as usize]))
+        self.preempt_mask_check(sys, prio);
+        if let Some(c) =
+            best_mask_cpu(sys, from, (0..sys.nr_cpus).filter(allowed).filter(|&c| self.preemptible(prio, c)))
         {
             return c;
         }
@@ -684,12 +695,16 @@ mod tests {
         assert_eq!(p.sched_prio(&sys, p.key(&sys, b)), level - 1);
         // w's level is not the recorded one (RT's 0 at boot): the flush
         // compares strictly, and neither CPU runs anything worse than w.
-        assert_eq!(p.preemptible(&sys, level), [false, false]);
+        let mask = |p: &mut ProjectC, sys: &Sys, prio: i64| {
+            p.preempt_mask_check(sys, prio);
+            [p.preemptible(prio, 0), p.preemptible(prio, 1)]
+        };
+        assert_eq!(mask(&mut p, &sys, level), [false, false]);
         // b sleeps: CPU 1's best level rises from below w's to w's, and
         // its bit in the recorded level's mask is set.
         p.rqs.remove(b);
         p.update_preempt_mask(&sys, 1);
-        assert_eq!(p.preemptible(&sys, level), [false, true], "CPU 1 rose to the recorded level");
+        assert_eq!(mask(&mut p, &sys, level), [false, true], "CPU 1 rose to the recorded level");
         // So w, with both CPUs busy at its level, is placed on CPU 1 where
         // a strict comparison would find nothing to preempt and take the
         // lowest-numbered CPU, 0.
@@ -698,7 +713,7 @@ mod tests {
         // Asking for a better level flushes strictly from the record: CPU 0
         // joins (worse than level - 1), CPU 1 keeps its bit; back at w's
         // level the flush clears every CPU at or below it.
-        assert_eq!(p.preemptible(&sys, level - 1), [true, true]);
-        assert_eq!(p.preemptible(&sys, level), [false, false]);
+        assert_eq!(mask(&mut p, &sys, level - 1), [true, true]);
+        assert_eq!(mask(&mut p, &sys, level), [false, false]);
     }
 }
