@@ -39,6 +39,9 @@ pub(crate) struct TraceFigures {
     /// softirq.
     pub(crate) controller_runs: u64,
     pub(crate) controller_on_cpu: Nanos,
+    /// The other tasks' runs counted by task: which of them are bound to a
+    /// CPU is read from each task once the run is over.
+    pub(crate) other_runs_of: HashMap<i32, u64>,
     /// Of each of our threads' runs in which it woke another of ours
     /// (sched_waking in its context), the time from its switch-in to the
     /// first such wakeup and from that wakeup to its switch-out: sums and
@@ -53,6 +56,13 @@ pub(crate) struct TraceFigures {
     /// wakee's switch-in there, where it preempted that task within
     /// [`PREEMPT_WITHIN`]: the wakeup's interrupt returning into schedule().
     pub(crate) preempting_wakeups: Vec<Nanos>,
+}
+
+/// Of the other tasks' runs, those of tasks that may run on one CPU only
+/// (`cpus_allowed` gives a task's count; a task gone since, None, was a
+/// process, not a per-CPU kernel thread).
+pub(crate) fn pinned_runs(runs_of: &HashMap<i32, u64>, cpus_allowed: impl Fn(i32) -> Option<usize>) -> u64 {
+    runs_of.iter().filter(|(tid, _)| cpus_allowed(**tid) == Some(1)).map(|(_, runs)| runs).sum()
 }
 
 /// A preemption later than this after its wakeup was not decided at the
@@ -87,6 +97,7 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
         other_on_cpu: 0,
         controller_runs: 0,
         controller_on_cpu: 0,
+        other_runs_of: HashMap::new(),
         before_waking: HashMap::new(),
         after_waking: HashMap::new(),
         idle_wakeups: Vec::new(),
@@ -192,6 +203,9 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
                         other_running.insert(ev.cpu, (ev.ts, is_controller));
                         f.other_runs += u64::from(inside);
                         f.controller_runs += u64::from(inside && is_controller);
+                        if inside {
+                            *f.other_runs_of.entry(next).or_default() += 1;
+                        }
                     }
                 }
             }
@@ -315,6 +329,12 @@ pub const OTHER_TASKS_RUN_MEAN_US: &str = "other_tasks_run_mean_us";
 /// not by the tick as the kernel's threads mostly are.
 pub const CONTROLLER_RUNS_PER_S: &str = "controller_runs_per_s";
 pub const CONTROLLER_RUN_MEAN_US: &str = "controller_run_mean_us";
+/// Of those, the runs per second of tasks bound to one CPU (kworker/N:M,
+/// ksoftirqd/N: they run where their CPU's work woke them), as against
+/// unbound ones (rcu_sched, kworker/uN:M, the controller, daemons), which
+/// the scheduler places: traced boots of 2026-12-07 put pds-6.12's unbound
+/// rcu_sched on CPU 0 59 times of 62, best_mask_cpu's lowest-numbered.
+pub const OTHER_TASKS_PINNED_RUNS_PER_S: &str = "other_tasks_pinned_runs_per_s";
 pub use schedlab_sim::report::OTHER_TASKS_CPU_PCT;
 
 /// The extra figure of a host report that says how much CPU time a task
@@ -889,6 +909,10 @@ pub(crate) fn build_report(
             (OTHER_TASKS_CPU_PCT, f.other_on_cpu as f64 / capacity * 100.0),
             (CONTROLLER_RUNS_PER_S, f.controller_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
             (CONTROLLER_RUN_MEAN_US, f.controller_on_cpu as f64 / f.controller_runs.max(1) as f64 / 1e3),
+            (
+                OTHER_TASKS_PINNED_RUNS_PER_S,
+                pinned_runs(&f.other_runs_of, crate::sys::cpus_allowed_of) as f64 * 1e9 / (stop - t0).max(1) as f64,
+            ),
         ]
     });
     let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {
@@ -1078,6 +1102,10 @@ mod tests {
         let f = read(1);
         assert_eq!((f.other_runs, f.other_on_cpu), (3, 180_000));
         assert_eq!((f.controller_runs, f.controller_on_cpu), (2, 80_000));
+        // The kernel thread bound to its CPU, the controller not.
+        assert_eq!(f.other_runs_of, HashMap::from([(1, 2), (99, 1)]));
+        assert_eq!(pinned_runs(&f.other_runs_of, |tid| Some(if tid == 99 { 1 } else { 2 })), 1);
+        assert_eq!(pinned_runs(&f.other_runs_of, |_| None), 0, "tasks gone by the end count as unbound");
         // With no controller named (0, the idle task's), none is its.
         let f = read(0);
         assert_eq!((f.other_runs, f.controller_runs), (3, 0));
@@ -1309,5 +1337,20 @@ program = [ { loop = "forever", body = [ { run = "10ms" } ] } ]
         // MuQSS counts busy time twice.
         let doubled = [(6 * hz, 0)];
         assert_eq!(ticks_delivered_pct(&[0], &stat0[..1], &doubled, window, 2), Some(100.0));
+    }
+
+    #[test]
+    fn a_per_cpu_kernel_thread_is_read_as_bound_to_one_cpu_and_this_process_not() {
+        // ksoftirqd/0 exists on every Linux machine and may run on CPU 0
+        // only; this test's process may run on every CPU it was given.
+        let ksoftirqd = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .find(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "ksoftirqd/0"))
+            .expect("ksoftirqd/0 in /proc");
+        assert_eq!(crate::sys::cpus_allowed_of(ksoftirqd), Some(1));
+        let mine = crate::sys::allowed_cpus().len();
+        assert_eq!(crate::sys::cpus_allowed_of(std::process::id() as i32), Some(mine));
+        assert_eq!(crate::sys::cpus_allowed_of(i32::MAX), None, "no such task");
     }
 }

@@ -157,6 +157,17 @@ pub fn allowed_cpus() -> Vec<usize> {
     (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
 }
 
+/// How many CPUs task `tid` may run on (any process's or kernel thread's),
+/// or None when it cannot be read (the task is gone).
+pub fn cpus_allowed_of(tid: i32) -> Option<usize> {
+    // SAFETY: as above.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a cpu_set_t of the size given.
+    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    // SAFETY: CPU_COUNT reads an initialized set.
+    (rc == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize)
+}
+
 /// sched_setattr with sched_runtime: EEVDF's custom slice (Linux 6.12+).
 pub fn set_slice(tid: i32, nice: i32, slice: Nanos) -> Result<(), String> {
     #[repr(C)]

@@ -94,6 +94,11 @@ pub(super) struct RunDigest {
     pub(super) controller_runs_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) controller_run_mean_us: Option<f64>,
+    /// Of those, the runs (per second) of tasks bound to one CPU, where
+    /// the rest the scheduler places (runs booted since 2026-12-07; no
+    /// simulation takes them yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) other_pinned_runs_per_s: Option<f64>,
     /// From a thread's program end to its last switch (us, the median of
     /// the threads that ended in the run), where the trace saw them exit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -183,6 +188,7 @@ impl RunDigest {
             other_run_mean_us: r.extra_figure(schedlab_host::OTHER_TASKS_RUN_MEAN_US),
             controller_runs_per_s: r.extra_figure(schedlab_host::CONTROLLER_RUNS_PER_S),
             controller_run_mean_us: r.extra_figure(schedlab_host::CONTROLLER_RUN_MEAN_US),
+            other_pinned_runs_per_s: r.extra_figure(schedlab_host::OTHER_TASKS_PINNED_RUNS_PER_S),
             thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
             fork_cpu_us: r.extra_figure(schedlab_host::FORK_CPU_US),
