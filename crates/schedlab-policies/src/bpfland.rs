@@ -318,32 +318,15 @@ impl ScxOps for Bpfland {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_sim::workload::SchedPolicy;
-    use schedlab_sim::{Enqueue, Policy, TaskInfo, Workload};
+    use schedlab_sim::{Enqueue, Policy};
 
     /// The model on 2 CPUs with `nices.len()` tasks on CPU 0, asleep.
     fn model(nices: &[i32]) -> (ScxCore<Bpfland>, Sys) {
-        let text = "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n";
-        let w = Workload::from_toml(text, "x", &Default::default()).unwrap();
-        let (mut core, mut sys) = (Bpfland::policy(&w).unwrap(), Sys::detached(&w));
+        let (w, mut sys) = crate::common::two_cpus();
+        let mut core = Bpfland::policy(&w).unwrap();
         core.init(&mut sys);
         for (t, &nice) in nices.iter().enumerate() {
-            sys.tasks.push(TaskInfo {
-                spec: 0,
-                nice,
-                policy: SchedPolicy::Normal,
-                affinity: None,
-                group: 0,
-                slice: None,
-                parent: None,
-                state: TaskState::Sleeping,
-                cpu: 0,
-                sum_exec: 0,
-                last_ran: 0,
-                slept_at: 0,
-                last_sleep_len: 0,
-                futex_wait: false,
-            });
+            sys.tasks.push(crate::common::sleeping_task(nice));
             core.task_new(&mut sys, t as TaskId, None);
         }
         (core, sys)

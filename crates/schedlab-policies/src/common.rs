@@ -2,6 +2,8 @@
 //! names, CPU locality as BFS/MuQSS/Project C rank it, one-shot per-CPU
 //! slice timers (hrtick / hrexpiry) and key-ordered runqueues.
 
+#[cfg(test)]
+use schedlab_sim::Workload;
 use schedlab_sim::workload::SchedPolicy;
 use schedlab_sim::{CpuId, Nanos, Sys, TaskId, Tunable};
 use std::collections::{BTreeMap, BTreeSet};
@@ -187,5 +189,37 @@ impl KeyedQueues {
 
     pub fn nr_queues(&self) -> usize {
         self.queues.len()
+    }
+}
+
+/// A detached machine of 2 CPUs for a policy's unit tests, with the
+/// workload it was made from (one task, which the tests replace).
+#[cfg(test)]
+pub(crate) fn two_cpus() -> (Workload, Sys) {
+    let text = "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n";
+    let w = Workload::from_toml(text, "x", &Default::default()).unwrap();
+    let sys = Sys::detached(&w);
+    (w, sys)
+}
+
+/// A normal task at `nice` on CPU 0, asleep: what a unit test pushes onto
+/// a detached machine before the policy's task_new.
+#[cfg(test)]
+pub(crate) fn sleeping_task(nice: i32) -> schedlab_sim::TaskInfo {
+    schedlab_sim::TaskInfo {
+        spec: 0,
+        nice,
+        policy: schedlab_sim::workload::SchedPolicy::Normal,
+        affinity: None,
+        group: 0,
+        slice: None,
+        parent: None,
+        state: schedlab_sim::TaskState::Sleeping,
+        cpu: 0,
+        sum_exec: 0,
+        last_ran: 0,
+        slept_at: 0,
+        last_sleep_len: 0,
+        futex_wait: false,
     }
 }

@@ -646,30 +646,13 @@ impl Policy for ProjectC {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schedlab_sim::TaskInfo;
 
     /// BMQ on 2 CPUs with tasks of these nice values, none queued yet.
     fn bmq(nices: &[i32]) -> (ProjectC, Sys) {
-        let text = "name = \"x\"\nduration = \"1s\"\n[machine]\ncpus = 2\n[[task]]\nname = \"a\"\nprogram = [ { run = \"1ms\" } ]\n";
-        let w = Workload::from_toml(text, "x", &Default::default()).unwrap();
-        let (mut p, mut sys) = (ProjectC::new(Flavour::Bmq, &w).unwrap(), Sys::detached(&w));
+        let (w, mut sys) = common::two_cpus();
+        let mut p = ProjectC::new(Flavour::Bmq, &w).unwrap();
         for (t, &nice) in nices.iter().enumerate() {
-            sys.tasks.push(TaskInfo {
-                spec: 0,
-                nice,
-                policy: SchedPolicy::Normal,
-                affinity: None,
-                group: 0,
-                slice: None,
-                parent: None,
-                state: TaskState::Sleeping,
-                cpu: 0,
-                sum_exec: 0,
-                last_ran: 0,
-                slept_at: 0,
-                last_sleep_len: 0,
-                futex_wait: false,
-            });
+            sys.tasks.push(common::sleeping_task(nice));
             p.task_new(&mut sys, t as TaskId, None);
         }
         (p, sys)
