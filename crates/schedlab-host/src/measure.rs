@@ -42,6 +42,8 @@ pub(crate) struct TraceFigures {
     /// The other tasks' runs counted by task: which of them are bound to a
     /// CPU is read from each task once the run is over.
     pub(crate) other_runs_of: HashMap<i32, u64>,
+    /// Each of the controller's runs' time inside the window.
+    pub(crate) controller_run_times: Vec<Nanos>,
     /// Of each of our threads' runs in which it woke another of ours
     /// (sched_waking in its context), the time from its switch-in to the
     /// first such wakeup and from that wakeup to its switch-out: sums and
@@ -98,6 +100,7 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
         controller_runs: 0,
         controller_on_cpu: 0,
         other_runs_of: HashMap::new(),
+        controller_run_times: Vec::new(),
         before_waking: HashMap::new(),
         after_waking: HashMap::new(),
         idle_wakeups: Vec::new(),
@@ -114,7 +117,7 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
     let mut after_end: HashMap<i32, Nanos> = HashMap::new();
     // Per CPU, since when another task runs there and whether it is the
     // controller.
-    let mut other_running: HashMap<u32, (Nanos, bool)> = HashMap::new();
+    let mut other_running: HashMap<u32, (i32, Nanos)> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     let in_program = |tid: i32, since: Nanos, until: Nanos| {
         let from = begun.get(&tid).map_or(t0, |&b| b.max(t0));
@@ -168,11 +171,8 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
                     }
                 }
                 woke_at.remove(&ev.cpu);
-                if let Some((since, is_controller)) = other_running.remove(&ev.cpu) {
-                    f.other_on_cpu += overlap(since, ev.ts);
-                    if is_controller {
-                        f.controller_on_cpu += overlap(since, ev.ts);
-                    }
+                if let Some((tid, since)) = other_running.remove(&ev.cpu) {
+                    f.other_run(tid, tid == controller, overlap(since, ev.ts));
                 }
                 if next_ours {
                     if let Some((woken, cpu)) = busy_woken.remove(&next)
@@ -199,13 +199,7 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
                 } else {
                     running.remove(&ev.cpu);
                     if next != 0 {
-                        let is_controller = next == controller;
-                        other_running.insert(ev.cpu, (ev.ts, is_controller));
-                        f.other_runs += u64::from(inside);
-                        f.controller_runs += u64::from(inside && is_controller);
-                        if inside {
-                            *f.other_runs_of.entry(next).or_default() += 1;
-                        }
+                        other_running.insert(ev.cpu, (next, ev.ts));
                     }
                 }
             }
@@ -248,13 +242,30 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
     for (tid, since) in runnable_since {
         *f.run_delay.entry(tid).or_default() += overlap(since, stop);
     }
-    for (since, is_controller) in other_running.into_values() {
-        f.other_on_cpu += overlap(since, stop);
-        if is_controller {
-            f.controller_on_cpu += overlap(since, stop);
-        }
+    for (tid, since) in other_running.into_values() {
+        f.other_run(tid, tid == controller, overlap(since, stop));
     }
     f
+}
+
+impl TraceFigures {
+    /// A run of a task outside the workload that spent `inside` of its time
+    /// on a CPU inside the window: counted only then, so that a run begun
+    /// before t0 (the controller's own start-up work) adds its part to the
+    /// time and one run to the count, not time without a run.
+    fn other_run(&mut self, tid: i32, is_controller: bool, inside: Nanos) {
+        if inside == 0 {
+            return;
+        }
+        self.other_runs += 1;
+        self.other_on_cpu += inside;
+        *self.other_runs_of.entry(tid).or_default() += 1;
+        if is_controller {
+            self.controller_runs += 1;
+            self.controller_on_cpu += inside;
+            self.controller_run_times.push(inside);
+        }
+    }
 }
 
 /// Other processes' share of the workload's CPUs above which a report
@@ -329,6 +340,10 @@ pub const OTHER_TASKS_RUN_MEAN_US: &str = "other_tasks_run_mean_us";
 /// not by the tick as the kernel's threads mostly are.
 pub const CONTROLLER_RUNS_PER_S: &str = "controller_runs_per_s";
 pub const CONTROLLER_RUN_MEAN_US: &str = "controller_run_mean_us";
+/// The controller's run at the median (us): its periodic watch, without
+/// the start-up work a run at t0 may hold (3.5 ms in a cfs-6.1 fork-burst
+/// boot, where its watches ran 135-168 us).
+pub const CONTROLLER_RUN_P50_US: &str = "controller_run_p50_us";
 /// Of those, the runs per second of tasks bound to one CPU (kworker/N:M,
 /// ksoftirqd/N: they run where their CPU's work woke them), as against
 /// unbound ones (rcu_sched, kworker/uN:M, the controller, daemons), which
@@ -909,6 +924,7 @@ pub(crate) fn build_report(
             (OTHER_TASKS_CPU_PCT, f.other_on_cpu as f64 / capacity * 100.0),
             (CONTROLLER_RUNS_PER_S, f.controller_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
             (CONTROLLER_RUN_MEAN_US, f.controller_on_cpu as f64 / f.controller_runs.max(1) as f64 / 1e3),
+            (CONTROLLER_RUN_P50_US, crate::calibrate::median(f.controller_run_times.clone()) as f64 / 1e3),
             (
                 OTHER_TASKS_PINNED_RUNS_PER_S,
                 pinned_runs(&f.other_runs_of, crate::sys::cpus_allowed_of) as f64 * 1e9 / (stop - t0).max(1) as f64,
@@ -1083,8 +1099,13 @@ mod tests {
     fn the_controllers_runs_are_counted_apart_among_the_other_tasks() {
         // Our thread 20 on CPU 0; the controller (1) runs 50 us twice on
         // CPU 1 and a kernel thread (99) 100 us once; the last run is cut
-        // by the window's end at 1.010 s.
+        // by the window's end at 1.010 s. A run of the controller from
+        // 0.9999 s on CPU 1 crosses t0 with 200 us inside, and one of the
+        // kernel thread ends before it.
         let text = [
+            sw(1, "0.999000", 0, "R", 99),
+            sw(1, "0.999500", 99, "S", 1),
+            sw(1, "1.000200", 1, "S", 0),
             sw(0, "1.000000", 0, "R", 20),
             sw(1, "1.001000", 0, "R", 1),
             sw(1, "1.001050", 1, "S", 99),
@@ -1100,15 +1121,18 @@ mod tests {
             analyse_trace(&events, &ours, 1_000_000_000, 1_010_000_000)
         };
         let f = read(1);
-        assert_eq!((f.other_runs, f.other_on_cpu), (3, 180_000));
-        assert_eq!((f.controller_runs, f.controller_on_cpu), (2, 80_000));
+        assert_eq!((f.other_runs, f.other_on_cpu), (4, 380_000));
+        assert_eq!((f.controller_runs, f.controller_on_cpu), (3, 280_000));
+        let mut times = f.controller_run_times.clone();
+        times.sort_unstable();
+        assert_eq!(times, [30_000, 50_000, 200_000], "the median, 50 us, is the watch's");
         // The kernel thread bound to its CPU, the controller not.
-        assert_eq!(f.other_runs_of, HashMap::from([(1, 2), (99, 1)]));
+        assert_eq!(f.other_runs_of, HashMap::from([(1, 3), (99, 1)]));
         assert_eq!(pinned_runs(&f.other_runs_of, |tid| Some(if tid == 99 { 1 } else { 2 })), 1);
         assert_eq!(pinned_runs(&f.other_runs_of, |_| None), 0, "tasks gone by the end count as unbound");
         // With no controller named (0, the idle task's), none is its.
         let f = read(0);
-        assert_eq!((f.other_runs, f.controller_runs), (3, 0));
+        assert_eq!((f.other_runs, f.controller_runs), (4, 0));
     }
 
     #[test]

@@ -94,6 +94,10 @@ pub(super) struct RunDigest {
     pub(super) controller_runs_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) controller_run_mean_us: Option<f64>,
+    /// Its run at the median (us): the periodic watch, without the
+    /// start-up work a run straddling t0 holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) controller_run_p50_us: Option<f64>,
     /// Of those, the runs (per second) of tasks bound to one CPU, where
     /// the rest the scheduler places (runs booted since 2026-12-07; no
     /// simulation takes them yet).
@@ -188,6 +192,7 @@ impl RunDigest {
             other_run_mean_us: r.extra_figure(schedlab_host::OTHER_TASKS_RUN_MEAN_US),
             controller_runs_per_s: r.extra_figure(schedlab_host::CONTROLLER_RUNS_PER_S),
             controller_run_mean_us: r.extra_figure(schedlab_host::CONTROLLER_RUN_MEAN_US),
+            controller_run_p50_us: r.extra_figure(schedlab_host::CONTROLLER_RUN_P50_US),
             other_pinned_runs_per_s: r.extra_figure(schedlab_host::OTHER_TASKS_PINNED_RUNS_PER_S),
             thread_exit_us: r.extra_figure(schedlab_host::THREAD_EXIT_P50),
             cpu_beyond_work_pct: r.extra_figure(schedlab_host::CPU_BEYOND_WORK_PCT),
