@@ -635,8 +635,8 @@ mod tests {
 ";
         let (w, _) = workload_from_trace(text, "t.trace", &Overrides::default()).unwrap();
         let spec = |name: &str| w.tasks.iter().position(|t| t.name == name).unwrap();
-        // The parent ran 1 ms, forked 21, ran 2 ms more; 22 never ran, so
-        // its fork is left out.
+        // The parent ran 1 ms, forked 21, and ran 3 ms more: 22 never ran,
+        // so its fork is left out and the runs around it are one.
         assert_eq!(
             w.tasks[spec("p-20")].program,
             [
