@@ -1313,3 +1313,39 @@ fn replay_reads_a_trace_dat_recorded_by_trace_cmd_in_a_real_kernel() {
     }
     assert_eq!(reports[1]["scheduler"], "eevdf");
 }
+
+#[test]
+fn replay_tasks_prints_each_tasks_cpu_time_in_ms_as_its_report_has_it() {
+    // The guest's hackbench recording beside its model: the table's title
+    // says ms, and each cell is that report's cpu_time_ns (until this test
+    // it printed each task's share in % under that title).
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../schedlab-policies/tests/fixtures/guest-eevdf-6.12-hackbench-pipe.trace.gz"
+    );
+    let text = |args: &[&str]| {
+        let out = schedlab(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let table = text(&["replay", fixture, "--tasks", "--sched", "eevdf"]);
+    let reports: serde_json::Value =
+        serde_json::from_str(&text(&["replay", fixture, "--tasks", "--sched", "eevdf", "--json"])).unwrap();
+    assert!(table.contains("CPU time per task, ms"), "{table}");
+    let mut checked = 0;
+    for (column, report) in reports.as_array().unwrap().iter().enumerate() {
+        for t in report["tasks"].as_array().unwrap() {
+            let name = t["name"].as_str().unwrap();
+            if !name.starts_with("hackbench-") {
+                continue;
+            }
+            let row =
+                table.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap_or_else(|| panic!("{name}"));
+            let cell: f64 = row.split_whitespace().nth(1 + column).unwrap().parse().unwrap();
+            let ms = t["cpu_time_ns"].as_f64().unwrap() / 1e6;
+            assert!((cell - ms).abs() < 0.006, "{name}, column {column}: {cell} printed, {ms} ms in the report");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "the recording's and the model's 21 hackbench tasks: {checked} checked");
+}

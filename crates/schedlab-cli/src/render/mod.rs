@@ -282,30 +282,29 @@ pub fn run_summary(r: &Report, show_hist: bool) -> String {
     out
 }
 
-/// One row per task, one column per report: CPU time in ms beside the
-/// recorded time when `recorded` is given (replay), else CPU share in % of
-/// one CPU (compare).
-pub fn task_share_table(reports: &[Report], recorded: Option<&[(String, u64)]>) -> String {
+/// What a per-task table shows of each task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerTask {
+    /// CPU time in ms (replay: the recording's row and each model's).
+    CpuTimeMs,
+    /// CPU share in % of one CPU over the task's life (compare).
+    SharePct,
+}
+
+/// One row per task (the first report's), one column per report.
+pub fn task_share_table(reports: &[Report], what: PerTask) -> String {
     let mut headers = vec!["task"];
-    if recorded.is_some() {
-        headers.push("recorded");
-    }
     headers.extend(reports.iter().map(|r| r.scheduler.as_str()));
-    let names: Vec<(String, Option<u64>)> = match recorded {
-        Some(rec) => rec.iter().map(|(n, ns)| (n.clone(), Some(*ns))).collect(),
-        None => reports.first().map_or(Vec::new(), |r| r.tasks.iter().map(|t| (t.name.clone(), None)).collect()),
-    };
+    let names: Vec<String> = reports.first().map_or(Vec::new(), |r| r.tasks.iter().map(|t| t.name.clone()).collect());
     let rows: Vec<Vec<String>> = names
         .into_iter()
-        .map(|(name, rec)| {
+        .map(|name| {
             let mut row = vec![name.clone()];
-            row.extend(rec.map(|ns| format!("{:.2}", ns as f64 / 1e6)));
             for r in reports {
-                let task = r.tasks.iter().find(|t| t.name == name);
-                row.push(match (task, recorded.is_some()) {
-                    (None, _) => "-".into(),
-                    (Some(t), true) => format!("{:.2}", t.cpu_time_ns as f64 / 1e6),
-                    (Some(t), false) => format!("{:.2}", t.cpu_share_pct),
+                row.push(match r.tasks.iter().find(|t| t.name == name) {
+                    None => "-".into(),
+                    Some(t) if what == PerTask::CpuTimeMs => format!("{:.2}", t.cpu_time_ns as f64 / 1e6),
+                    Some(t) => format!("{:.2}", t.cpu_share_pct),
                 });
             }
             row
