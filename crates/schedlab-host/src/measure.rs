@@ -33,17 +33,14 @@ pub(crate) struct TraceFigures {
     /// work where the trace is the whole machine's.
     pub(crate) other_runs: u64,
     pub(crate) other_on_cpu: Nanos,
-    /// Of those, the runs of the runner's controller and their time on a
-    /// CPU there: a SCHED_FIFO thread an hrtimer wakes every 250 ms
-    /// (WATCH_PERIOD_NS), where the kernel's threads wake from the tick's
-    /// softirq.
-    pub(crate) controller_runs: u64,
-    pub(crate) controller_on_cpu: Nanos,
     /// The other tasks' runs counted by task: which of them are bound to a
     /// CPU is read from each task once the run is over.
     pub(crate) other_runs_of: HashMap<i32, u64>,
-    /// Each of the controller's runs' time inside the window.
-    pub(crate) controller_run_times: Vec<Nanos>,
+    /// Of those, each run of the runner's controller, its time on a CPU
+    /// inside the window: a SCHED_FIFO thread an hrtimer wakes every 250 ms
+    /// (WATCH_PERIOD_NS), where the kernel's threads wake from the tick's
+    /// softirq.
+    pub(crate) controller_runs: Vec<Nanos>,
     /// Of each of our threads' runs in which it woke another of ours
     /// (sched_waking in its context), the time from its switch-in to the
     /// first such wakeup and from that wakeup to its switch-out: sums and
@@ -97,10 +94,8 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
         exit_cpu: HashMap::new(),
         other_runs: 0,
         other_on_cpu: 0,
-        controller_runs: 0,
-        controller_on_cpu: 0,
         other_runs_of: HashMap::new(),
-        controller_run_times: Vec::new(),
+        controller_runs: Vec::new(),
         before_waking: HashMap::new(),
         after_waking: HashMap::new(),
         idle_wakeups: Vec::new(),
@@ -115,8 +110,7 @@ pub(crate) fn analyse_trace(events: &[SchedEvent], ours: &Ours, t0: Nanos, stop:
     let mut woke_at: HashMap<u32, Nanos> = HashMap::new();
     let mut runnable_since: HashMap<i32, Nanos> = HashMap::new();
     let mut after_end: HashMap<i32, Nanos> = HashMap::new();
-    // Per CPU, since when another task runs there and whether it is the
-    // controller.
+    // Per CPU, the other task running there and since when.
     let mut other_running: HashMap<u32, (i32, Nanos)> = HashMap::new();
     let overlap = |since: Nanos, until: Nanos| until.min(stop).saturating_sub(since.max(t0));
     let in_program = |tid: i32, since: Nanos, until: Nanos| {
@@ -261,9 +255,7 @@ impl TraceFigures {
         self.other_on_cpu += inside;
         *self.other_runs_of.entry(tid).or_default() += 1;
         if is_controller {
-            self.controller_runs += 1;
-            self.controller_on_cpu += inside;
-            self.controller_run_times.push(inside);
+            self.controller_runs.push(inside);
         }
     }
 }
@@ -918,17 +910,17 @@ pub(crate) fn build_report(
     let capacity = (stop - t0).max(1) as f64 * sh.cpu_map.len() as f64;
     let other_pct = other as f64 / capacity * 100.0;
     let others = figures.as_ref().filter(|_| whole_machine).map(|f| {
+        let per_s = |runs: u64| runs as f64 * 1e9 / (stop - t0).max(1) as f64;
+        let controller_runs = f.controller_runs.len() as u64;
+        let controller_on_cpu: Nanos = f.controller_runs.iter().sum();
         [
-            (OTHER_TASKS_RUNS_PER_S, f.other_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
+            (OTHER_TASKS_RUNS_PER_S, per_s(f.other_runs)),
             (OTHER_TASKS_RUN_MEAN_US, f.other_on_cpu as f64 / f.other_runs.max(1) as f64 / 1e3),
             (OTHER_TASKS_CPU_PCT, f.other_on_cpu as f64 / capacity * 100.0),
-            (CONTROLLER_RUNS_PER_S, f.controller_runs as f64 * 1e9 / (stop - t0).max(1) as f64),
-            (CONTROLLER_RUN_MEAN_US, f.controller_on_cpu as f64 / f.controller_runs.max(1) as f64 / 1e3),
-            (CONTROLLER_RUN_P50_US, crate::calibrate::median(f.controller_run_times.clone()) as f64 / 1e3),
-            (
-                OTHER_TASKS_PINNED_RUNS_PER_S,
-                pinned_runs(&f.other_runs_of, crate::sys::cpus_allowed_of) as f64 * 1e9 / (stop - t0).max(1) as f64,
-            ),
+            (CONTROLLER_RUNS_PER_S, per_s(controller_runs)),
+            (CONTROLLER_RUN_MEAN_US, controller_on_cpu as f64 / controller_runs.max(1) as f64 / 1e3),
+            (CONTROLLER_RUN_P50_US, crate::calibrate::median(f.controller_runs.clone()) as f64 / 1e3),
+            (OTHER_TASKS_PINNED_RUNS_PER_S, per_s(pinned_runs(&f.other_runs_of, crate::sys::cpus_allowed_of))),
         ]
     });
     let foreign = (other_pct >= FOREIGN_LOAD_WARN_PCT).then(|| {
@@ -1122,8 +1114,8 @@ mod tests {
         };
         let f = read(1);
         assert_eq!((f.other_runs, f.other_on_cpu), (4, 380_000));
-        assert_eq!((f.controller_runs, f.controller_on_cpu), (3, 280_000));
-        let mut times = f.controller_run_times.clone();
+        // Three runs of 280 us in all.
+        let mut times = f.controller_runs.clone();
         times.sort_unstable();
         assert_eq!(times, [30_000, 50_000, 200_000], "the median, 50 us, is the watch's");
         // The kernel thread bound to its CPU, the controller not.
@@ -1132,7 +1124,7 @@ mod tests {
         assert_eq!(pinned_runs(&f.other_runs_of, |_| None), 0, "tasks gone by the end count as unbound");
         // With no controller named (0, the idle task's), none is its.
         let f = read(0);
-        assert_eq!((f.other_runs, f.controller_runs), (4, 0));
+        assert_eq!((f.other_runs, f.controller_runs.len()), (4, 0));
     }
 
     #[test]

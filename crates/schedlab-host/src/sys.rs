@@ -144,15 +144,21 @@ pub fn set_affinity_set(tid: i32, set: &libc::cpu_set_t) -> Result<(), String> {
     Ok(())
 }
 
-/// The CPUs this process may run on, in order.
-pub fn allowed_cpus() -> Vec<usize> {
+/// The CPUs task `tid` (0: the calling thread) may run on, or None when it
+/// cannot be read (the task is gone).
+fn affinity_of(tid: i32) -> Option<libc::cpu_set_t> {
     // SAFETY: as above.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 is the calling thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
+    // SAFETY: `set` is a cpu_set_t of the size given.
+    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    (rc == 0).then_some(set)
+}
+
+/// The CPUs this process may run on, in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    let Some(set) = affinity_of(0) else {
         return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-    }
+    };
     // SAFETY: reading bits of an initialized set.
     (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
 }
@@ -160,12 +166,8 @@ pub fn allowed_cpus() -> Vec<usize> {
 /// How many CPUs task `tid` may run on (any process's or kernel thread's),
 /// or None when it cannot be read (the task is gone).
 pub fn cpus_allowed_of(tid: i32) -> Option<usize> {
-    // SAFETY: as above.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a cpu_set_t of the size given.
-    let rc = unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     // SAFETY: CPU_COUNT reads an initialized set.
-    (rc == 0).then(|| unsafe { libc::CPU_COUNT(&set) } as usize)
+    affinity_of(tid).map(|set| unsafe { libc::CPU_COUNT(&set) } as usize)
 }
 
 /// sched_setattr with sched_runtime: EEVDF's custom slice (Linux 6.12+).

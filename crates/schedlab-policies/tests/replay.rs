@@ -116,10 +116,10 @@ fn each_kernels_recording_of_hackbench_replays_on_its_own_model() {
         let real = hackbench(&rec);
         assert_eq!(real.len(), 21, "{kernel}: the runner's child and 20 workers");
         let switches = |v: &[(String, u64, u64)]| v.iter().map(|t| t.2).sum::<u64>() as f64;
+        let (mut w, _) = workload_from_trace(&text, &path, &Overrides::default()).unwrap();
         let mut ratios = Vec::new();
         for seed in 1..=5 {
-            let ov = Overrides { seed: Some(seed), ..Overrides::default() };
-            let (w, _) = workload_from_trace(&text, &path, &ov).unwrap();
+            w.seed = seed;
             let sim = run(&w, model);
             let replayed = hackbench(&sim);
             ratios.push(switches(&replayed) / switches(&real));

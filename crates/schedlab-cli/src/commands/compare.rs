@@ -123,7 +123,7 @@ fn print_comparison(common: &Common, heading: &str, reports: &[Report], tasks: b
         }
         if tasks {
             println!("\nCPU share per task, % of one CPU:");
-            print!("{}", render::task_share_table(reports, render::PerTask::SharePct));
+            print!("{}", render::task_table(reports, render::PerTask::SharePct));
         }
         if common.hist {
             for r in reports {

@@ -46,7 +46,7 @@ pub(crate) fn run(common: &Common, sched: Vec<String>, tasks: bool, trace_out: O
     print!("{}", render::comparison_table(&reports));
     if tasks {
         println!("\nCPU time per task, ms (the recording, then each scheduler):");
-        print!("{}", render::task_share_table(&reports, render::PerTask::CpuTimeMs));
+        print!("{}", render::task_table(&reports, render::PerTask::CpuTimeMs));
     }
     Ok(())
 }

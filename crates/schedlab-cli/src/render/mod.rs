@@ -292,7 +292,7 @@ pub enum PerTask {
 }
 
 /// One row per task (the first report's), one column per report.
-pub fn task_share_table(reports: &[Report], what: PerTask) -> String {
+pub fn task_table(reports: &[Report], what: PerTask) -> String {
     let mut headers = vec!["task"];
     headers.extend(reports.iter().map(|r| r.scheduler.as_str()));
     let names: Vec<String> = reports.first().map_or(Vec::new(), |r| r.tasks.iter().map(|t| t.name.clone()).collect());

@@ -18,9 +18,10 @@
 //! In a traced cfs-6.1 fork-burst run most of the kernel's threads' wakeups
 //! came within 200 us of a tick, and the runner's controller is an hrtimer's
 //! SCHED_FIFO wakeup every 250 ms; the runs booted since 2026-12-07 give its
-//! runs apart (`controller_runs_per_s`, `controller_run_mean_us`), for a
-//! model of the two kinds (tried with the older runs' totals, not kept: the
-//! fork-burst entry of open.toml says why).
+//! runs apart (`controller_runs_per_s`, `controller_run_p50_us`) and those
+//! of the tasks bound to one CPU (`other_tasks_pinned_runs_per_s`), for a
+//! model of the kinds (tried, not kept: the fork-burst entry of open.toml
+//! and issue 39's notes say why).
 
 use schedlab_sim::time::Nanos;
 use schedlab_sim::workload::dist::Dist;
