@@ -866,16 +866,22 @@ fn bad_programs_get_one_clear_error() {
 
 /// sched_ext in the scx-6.12 kernel: scx_bpfland attaches, the report says
 /// it ran (its ops name and version, how it ended), and its decision
-/// differs from the kernel's own EEVDF in the same kernel: three hogs on
-/// two CPUs switch at most once a tick under EEVDF (250/s, the base slice
-/// below the tick, less where a turn runs over two ticks) and faster under
-/// bpfland (322-338/s in validate's boots, 321/s in this test's: 1.15x is
-/// asked). EEVDF's figure is asked to be that of validate's own boots of
-/// the experiment (docs/validation-runs.json: 206-248/s with the runner
-/// that traces the whole guest) within validate's tolerance for a rate.
+/// differs from the kernel's own EEVDF in the same kernel. Three hogs on
+/// two CPUs: EEVDF keeps two on one CPU and one on the other, switching at
+/// most once a tick on the shared one (250/s; the base slice is below the
+/// tick) and moving a hog about 7 times a second. bpfland feeds both CPUs
+/// from one shared DSQ, so at a tick either CPU may take the waiting hog
+/// and the hog it preempted goes to the other: 180-220 migrations/s in
+/// validate's boots, 196-224/s in 3 s boots of 2026-12-07, against EEVDF's
+/// 7/s (10x is asked). It switches faster too, by less: 277-338/s over
+/// validate's boots, those of 2026-12-07 and CI's, against EEVDF's
+/// 196-250/s, the closest pair 1.11x (1.05x is asked; 1.15x was asked
+/// until a CI run gave 277 against 243). EEVDF's switches are asked to be
+/// those of validate's own boots of the experiment
+/// (docs/validation-runs.json) within validate's tolerance for a rate.
 /// A scheduler that does not exist is refused before anything boots.
 #[test]
-fn bpfland_attaches_in_the_scx_kernel_and_switches_faster_than_its_eevdf() {
+fn bpfland_attaches_in_the_scx_kernel_and_moves_and_switches_more_than_its_eevdf() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(k) = kernel("scx-6.12") else { return };
     let scx = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/kernels/scx/scx_bpfland");
@@ -909,17 +915,23 @@ fn bpfland_attaches_in_the_scx_kernel_and_switches_faster_than_its_eevdf() {
     let notes = bpfland["host"]["notes"].to_string();
     assert!(notes.contains("sched_ext scheduler bpfland_1.1.4") && notes.contains("EXIT: unregistered"), "{notes}");
     let rate = |r: &serde_json::Value| r["totals"]["context_switches_per_sec"].as_f64().unwrap();
+    let moves = |r: &serde_json::Value| {
+        r["totals"]["migrations"].as_f64().unwrap() / (r["duration_ns"].as_f64().unwrap() / 1e9)
+    };
     let (e, b) = (rate(&eevdf), rate(&bpfland));
+    let (em, bm) = (moves(&eevdf), moves(&bpfland));
     let (lo, hi) = committed_switches("eevdf", "smp-fairness");
-    let agrees = (lo..=hi).contains(&e) && b >= 1.15 * e;
+    let agrees = (lo..=hi).contains(&e) && b >= 1.05 * e && bm >= 10.0 * em.max(1.0);
     let disturbed = host_disturbed(&eevdf, others).or_else(|| host_disturbed(&bpfland, others));
+    let figures = format!("eevdf {e:.0} switches/s, {em:.0} migrations/s; bpfland {b:.0}/s, {bm:.0}/s");
     if let Some(why) = disturbed.filter(|_| !agrees) {
-        skip(&format!("{why} (eevdf {e:.0}/s, bpfland {b:.0}/s)"));
+        skip(&format!("{why} ({figures})"));
         return;
     }
     assert!(
         agrees,
-        "switches: eevdf {e:.0}/s ({lo:.0}-{hi:.0} expected), bpfland {b:.0}/s (1.15x eevdf's or more expected)"
+        "{figures}: eevdf's switches {lo:.0}-{hi:.0}/s, bpfland's 1.05x eevdf's or more and its migrations 10x \
+         eevdf's or more expected"
     );
-    say("MEASURED", &format!("3 hogs on 2 CPUs: eevdf {e:.0} switches/s, bpfland {b:.0}/s"));
+    say("MEASURED", &format!("3 hogs on 2 CPUs: {figures}"));
 }
