@@ -1050,6 +1050,25 @@ mod tests {
     }
 
     #[test]
+    fn a_real_value_between_seeds_that_disagree_is_one_the_model_gave() {
+        // tt wakeup-preemption: 220 switches/s at the seeds' median, from
+        // 215 to 299, against 261 in the boots (259-262).
+        let seeds = Figure { range: (215.0, 299.0), ..fig(Kind::Rate, 220.0) };
+        let real = Figure { range: (259.0, 262.0), ..fig(Kind::Rate, 261.0) };
+        let (text, v) = judge(Kind::Rate, Some(&seeds), Some(&real), 3.0);
+        assert_eq!((text.as_str(), v), ("0.84, between seeds", Verdict::Within));
+        // Outside every seed it is still a difference.
+        let short = Figure { range: (215.0, 258.0), ..seeds.clone() };
+        assert_eq!(judge(Kind::Rate, Some(&short), Some(&real), 3.0).1, Verdict::Outside);
+        // Seeds that agree have no range to stand in.
+        assert_eq!(judge(Kind::Rate, Some(&fig(Kind::Rate, 220.0)), Some(&real), 3.0).1, Verdict::Outside);
+        // A percentage of decisions alike.
+        let pct = Figure { range: (20.0, 62.0), samples: 30.0, ..fig(Kind::Pct, 33.3) };
+        let moved = Figure { samples: 30.0, ..fig(Kind::Pct, 59.6) };
+        assert_eq!(judge(Kind::Pct, Some(&pct), Some(&moved), 3.0).1, Verdict::Within);
+    }
+
+    #[test]
     fn a_small_task_share_is_judged_relative_to_it() {
         // bmq thread-test-256's spinners: 0.4% each, spread 0.1 simulated
         // against 1.6 real points: within 3 points, far outside 25% of 0.4%.

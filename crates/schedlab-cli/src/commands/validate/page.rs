@@ -133,7 +133,11 @@ pub(super) fn page(
          the emulation costs. A figure one side has and the other lacks is a flag. Where the boots \
          disagree, a simulated value between the lowest and the highest boot is within (\"between \
          boots\"): it is one the kernel itself gave, and the tolerance around their median would ask \
-         the simulation to agree with the kernel better than the kernel agrees with itself.\n\n\
+         the simulation to agree with the kernel better than the kernel agrees with itself. The same \
+         holds the other way: where the simulation's seeds disagree, a real value between the lowest \
+         and the highest seed is within (\"between seeds\", their range printed beside the simulated \
+         median): a drawn cost that puts a fork or a wakeup on the other side of a tick moves such a \
+         figure from one seed to the next as a boot's timing does.\n\n\
          **Verdicts.** A figure outside its tolerance with the default costs is flagged. It is *explained* \
          only when the simulation with the guest's measured costs brings it within tolerance (that figure \
          is in the table); otherwise it is *unexplained*: a defect of the model, or an open difference \
@@ -382,21 +386,27 @@ pub(super) fn table_row(t: &mut String, c: &Checked, row: &Row, judged: &mut Jud
             if first { format!("{} <br><small>{}{beside}</small>", row.exp.id, row.exp.what) } else { String::new() };
         first = false;
         let value = |x: &Option<Figure>| x.as_ref().map_or("-".to_string(), |x| show(x.kind, x.value));
-        let real_text = match &real {
-            Some(r) if r.range.0 < r.range.1 => format!(
+        let ranged = |x: &Option<Figure>| match x {
+            Some(x) if x.range.0 < x.range.1 => format!(
                 "{} <small>({} - {})</small>",
-                show(r.kind, r.value),
-                show(r.kind, r.range.0),
-                show(r.kind, r.range.1)
+                show(x.kind, x.value),
+                show(x.kind, x.range.0),
+                show(x.kind, x.range.1)
             ),
-            _ => value(&real),
+            _ => value(x),
+        };
+        // A simulation's seeds are shown where its verdict stood on them.
+        let seeded = |x: &Option<Figure>| {
+            let (text, _) = judge(f.kind, x.as_ref(), real.as_ref(), row.secs);
+            if text.ends_with("between seeds") { ranged(x) } else { value(x) }
         };
         let _ = writeln!(
             t,
-            "| {name} | {} | {} | {} | {real_text} | {ratio} | {mark} |",
+            "| {name} | {} | {} | {} | {} | {ratio} | {mark} |",
             f.label,
-            value(&sim),
-            value(&guest)
+            seeded(&sim),
+            seeded(&guest),
+            ranged(&real)
         );
     }
 }
