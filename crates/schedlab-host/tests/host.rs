@@ -132,6 +132,8 @@ program = [ { loop = "forever", body = [ { run = "1s" } ] } ]
     // What the runner did before the start is measured, not counted in the run.
     let before = r.extra_figure("thread_cpu_before_start_p50_us");
     assert!(before.is_some_and(|us| us > 0.0), "the threads' CPU time before the start: {before:?}");
+    let forked = r.extra_figure("forked_thread_cpu_before_start_p50_us");
+    assert_eq!(forked, None, "no thread was forked in the run");
     // Each slept at the gate and until t0, at least; the controller spent
     // CPU creating each.
     let sleeps = r.extra_figure("thread_sleeps_before_start_p50");
@@ -477,4 +479,15 @@ program = [ { run = "1ms" }, { exit = true } ]
     assert_eq!(children, 40, "{:?}", r.report.tasks.iter().map(|t| &t.name).collect::<Vec<_>>());
     let allocations = CHILD_ALLOCATIONS.load(std::sync::atomic::Ordering::Relaxed) - before;
     assert_eq!(allocations, 0, "40 forked threads allocated or freed {allocations} times");
+    // The start figures of the one gated thread (the parent) and of the
+    // forked ones apart: fork-burst's children made the median the
+    // parent's before, 86 us where its own clock read 4.4 ms (tt-6.1).
+    let figure = |name: &str| r.report.extra_figure(name);
+    let (gated, at_gate) = (figure("thread_cpu_before_start_p50_us"), figure("thread_cpu_at_gate_p50_us"));
+    assert!(
+        gated.zip(at_gate).is_some_and(|(b, g)| g <= b),
+        "the parent's clock at the gate {at_gate:?}, at t0 {gated:?}"
+    );
+    let forked = figure("forked_thread_cpu_before_start_p50_us");
+    assert!(forked.is_some_and(|us| us > 0.0), "a forked thread's CPU before its work: {forked:?}");
 }

@@ -64,7 +64,14 @@ pub(super) struct RunDigest {
     pub(super) ended_early: bool,
     pub(super) figures: Vec<Figure>,
     pub(super) uptime_s: Option<f64>,
+    /// A gated task thread's CPU time before t0 (us; the median of its
+    /// threads). Runs booted before 2026-12-07 counted the threads forked
+    /// in the run as well, which made fork-burst's their children's.
     pub(super) cpu_before_start_us: Option<f64>,
+    /// A thread forked in the run: its CPU time before its work (us; the
+    /// median; runs booted since 2026-12-07).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) forked_cpu_before_start_us: Option<f64>,
     pub(super) idle_cpus: Option<f64>,
     /// The guest machine as the report describes it; None where the report
     /// has no host part.
@@ -183,6 +190,7 @@ impl RunDigest {
             figures,
             uptime_s: r.extra_figure(schedlab_host::UPTIME_AT_START),
             cpu_before_start_us: r.extra_figure(schedlab_host::CPU_BEFORE_START_P50),
+            forked_cpu_before_start_us: r.extra_figure(schedlab_host::FORKED_CPU_BEFORE_START_P50),
             idle_cpus: note(IDLE_NOTE).and_then(|n| n.parse().ok()),
             machine: host.map(|h| h.machine.clone()),
             controller_cpu_ms: r.extra_figure(schedlab_host::CONTROLLER_CPU_BEFORE_SPAWN),
