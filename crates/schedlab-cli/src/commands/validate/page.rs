@@ -66,7 +66,10 @@ pub(super) fn page(
          task group by its life since boot. And it starts the tasks as the real runner does: created one \
          by one by a controller, each spending the CPU time the real runs measured before their start \
          (`thread_cpu_before_start_p50_us`, the median of the runs) and all released together at t0, \
-         counted from there; under MuQSS and Project C a forked thread holds half of its creator's slice, \
+         counted from there (since the runs booted 2026-12-07 that figure takes the gated threads only, \
+         and a thread forked in the run pays its own, `forked_thread_cpu_before_start_p50_us`, as \
+         `thread_start`: before, fork-burst's one gated parent started with its 200 children's 86 us where \
+         its own clock read 4.4 ms); under MuQSS and Project C a forked thread holds half of its creator's slice, \
          less that time, when the run begins (runs kept without that figure, measured since 2026-11-25, \
          are simulated with every task runnable at the start). Beside the workload it runs what the guest \
          ran besides it: each guest's trace takes every task since 2026-11-27, and the kernel's threads, \
