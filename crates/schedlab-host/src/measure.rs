@@ -479,15 +479,13 @@ pub const IDLE_WAKEUP_MEAN: &str = "idle_wakeup_mean_us";
 /// guest's wakeup-preemption: 63 us from a timer's expiry to the switch.
 pub const PREEMPT_WAKEUP_P50: &str = "preempt_wakeup_p50_us";
 
-/// The median over the threads the start gate released of `of` (us): the
-/// start figures describe the threads the controller created before t0.
-/// A thread forked in the run has no gate and its own figure
-/// (`forked_thread_cpu_before_start_p50_us`): fork-burst's 200 children
-/// gave the median of its one gated parent before (tt-6.1: 86 us, where
-/// the parent's own clock read 4.4 ms).
-fn gated_p50(results: &[ThreadResult], of: impl Fn(&ThreadResult) -> Nanos) -> Option<f64> {
-    let gated: Vec<Nanos> = results.iter().filter(|r| r.gated).map(of).collect();
-    (!gated.is_empty()).then(|| crate::calibrate::median(gated) as f64 / 1e3)
+/// The median of `of` (us) over the threads the start gate released
+/// (`gated`), or over those forked in the run: the two kinds start apart,
+/// and mixed, fork-burst's 200 children gave the median of its one gated
+/// parent (tt-6.1: 86 us, where the parent's own clock read 4.4 ms).
+fn start_p50(results: &[ThreadResult], gated: bool, of: impl Fn(&ThreadResult) -> Nanos) -> Option<f64> {
+    let values: Vec<Nanos> = results.iter().filter(|r| r.gated == gated).map(of).collect();
+    (!values.is_empty()).then(|| crate::calibrate::median(values) as f64 / 1e3)
 }
 
 /// The median over the threads whose programs only run, signal and wait of
@@ -999,17 +997,13 @@ pub(crate) fn build_report(
                 .chain(others.into_iter().flatten())
                 .chain(ticks_pct.map(|p| (TICKS_DELIVERED, p)))
                 .chain(std::iter::once((UPTIME_AT_START, t0 as f64 / 1e9)))
-                .chain(gated_p50(&results, |r| r.cpu_before_start).map(|c| (CPU_BEFORE_START_P50, c)))
-                .chain({
-                    let forked: Vec<Nanos> = results.iter().filter(|r| !r.gated).map(|r| r.cpu_before_start).collect();
-                    (!forked.is_empty())
-                        .then(|| (FORKED_CPU_BEFORE_START_P50, crate::calibrate::median(forked) as f64 / 1e3))
-                })
+                .chain(start_p50(&results, true, |r| r.cpu_before_start).map(|c| (CPU_BEFORE_START_P50, c)))
+                .chain(start_p50(&results, false, |r| r.cpu_before_start).map(|c| (FORKED_CPU_BEFORE_START_P50, c)))
                 .chain({
                     let sleeps: Vec<Nanos> = results.iter().filter_map(|r| r.sleeps_before_start).collect();
                     (!sleeps.is_empty()).then(|| (SLEEPS_BEFORE_START_P50, crate::calibrate::median(sleeps) as f64))
                 })
-                .chain(gated_p50(&results, |r| r.cpu_at_gate).map(|c| (CPU_AT_GATE_P50, c)))
+                .chain(start_p50(&results, true, |r| r.cpu_at_gate).map(|c| (CPU_AT_GATE_P50, c)))
                 .chain(exit_p50.map(|e| (THREAD_EXIT_P50, e as f64 / 1e3)))
                 .chain(beyond.map(|b| (CPU_BEYOND_WORK_PCT, b * 100.0)))
                 .chain(fork_cpu.map(|f| (FORK_CPU_US, f as f64 / 1e3)))
